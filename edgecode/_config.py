@@ -16,3 +16,32 @@ SCP_EXACT_MAX_FEATURES = 48
 
 #: Smallest Laplace smoothing accepted without a warning (as scikit-learn).
 ALPHA_MIN = 1e-10
+
+#: ``scp_bounds`` default grid resolution: the grid step is the largest power
+#: of two <= span / resolution (span: the width of the flip-sum range that can
+#: carry probability).  Cost O(n * resolution) per point, memory O(resolution).
+SCP_BOUNDS_RESOLUTION = 2 ** 15
+
+#: ``scp_bounds``: a DP state is retired early when Bernstein's inequality says
+#: the remaining flips move it across the threshold with probability <= half
+#: this; a retired "same" state is charged this much per unit of mass, so the
+#: bounds stay certified and loosen by at most this amount.
+SCP_BOUNDS_BERNSTEIN = 2.0 ** -70
+
+#: ``scp_bounds``: total probability mass the DP may drop at the two ends of
+#: its window (negligible masses); loosens the bounds by at most this.
+SCP_BOUNDS_TRIM = 2.0 ** -70
+
+#: ``scp_approx``: the (l, m) coefficient rows of G(y, z) are kept for
+#: l <= L only, with L the smallest flip count whose Poisson-binomial tail
+#: P(#flips > L) is <= this.  The dropped rows change the result by at most
+#: this much (absolute), far below the 1e-12 users read.
+SCP_APPROX_TAIL = 2.0 ** -100
+
+#: ``scp_approx``: largest (l, m) coefficient array per point (float64 cells;
+#: 2**26 cells = 512 MiB).  Larger problems are refused with advice.
+SCP_APPROX_MAX_CELLS = 2 ** 26
+
+#: ``scp_monte_carlo``: trials are drawn in chunks of about this many
+#: (trial, feature) cells, bounding memory.
+SCP_MC_CHUNK_CELLS = 2 ** 22

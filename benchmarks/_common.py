@@ -1,0 +1,67 @@
+"""Shared helpers for the benchmark scripts: timing, tables, the shared datasets.
+
+Benchmarks may read the larger sets from ``../shared/datasets/`` (relative to
+the repository root; override with ``EDGECODE_SHARED_DATA``). Tests never do.
+"""
+
+import gzip
+import csv
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("EDGECODE_SHARED_DATA", ROOT.parent / "shared" / "datasets"))
+FIGURES = ROOT / "benchmarks" / "figures"
+
+
+def shared_csv(name):
+    """(header, rows) of a CSV (or .csv.gz) from the shared datasets folder."""
+    path = SHARED / name
+    if not path.exists():
+        raise SystemExit(f"benchmark data {path} not found; set EDGECODE_SHARED_DATA")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as fh:
+        rows = list(csv.reader(fh))
+    return rows[0], rows[1:]
+
+
+def median_time(fn, repeats=5, warmup=1):
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def first_call_time(fn):
+    """Wall time of one call (use on a fresh process to include JIT compile/cache load)."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def print_table(header, rows):
+    """Semicolon-separated, parseable table."""
+    print(";".join(header))
+    for r in rows:
+        print(";".join(_fmt(v) for v in r))
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def machine():
+    import platform
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, " \
+           f"Python {platform.python_version()}, numpy {np.__version__}"
