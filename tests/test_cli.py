@@ -1,0 +1,55 @@
+import io
+
+import numpy as np
+import pytest
+
+from export.cli import main, run_demo, run_plan, run_simulate
+
+
+def test_plan_writes_artifacts_and_simulate_agrees(tmp_path, capsys):
+    art, onx = tmp_path / "hv.edgc", tmp_path / "hv.onnx"
+    assert main(["plan", "house_votes", "--eps", "0.2", "--R", "1", "--out", str(art),
+                 "--onnx", str(onx)]) == 0
+    text = capsys.readouterr().out
+    assert "uniform" in text and "greedy" in text and "ratio uniform/greedy" in text
+    assert art.exists() and onx.exists()
+    assert main(["simulate", str(art), "--eps", "0.2", "--trials", "400"]) == 0
+    text = capsys.readouterr().out
+    assert "simulated same-classification rate" in text and "predicted mean SCP" in text
+
+
+def test_plan_csv_and_per_feature_eps(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, (40, 3))
+    y = (X[:, 0] | X[:, 1]).astype(int)
+    path = tmp_path / "d.csv"
+    lines = ["a,b,c,class"] + [",".join(map(str, [*x, "yes" if t else "no"])) for x, t in zip(X, y)]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["plan", str(path), "--eps", "0.1,0.2,0.3", "--budget", "4"]) == 0
+    assert "greedy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["plan", "house_votes", "--eps", "0.7", "--R", "1"], "eps must be in"),
+    (["plan", "house_votes", "--eps", "0.2", "--budget", "3"], "budget_bits must be even"),
+    (["plan", "nosuchdata", "--eps", "0.2", "--R", "1"], "unknown dataset"),
+])
+def test_cli_errors_are_one_line(argv, msg, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and "Traceback" not in err
+
+
+def test_simulate_refuses_corrupt_artifact(tmp_path, capsys):
+    bad = tmp_path / "bad.edgc"
+    bad.write_bytes(b"not a container at all")
+    assert main(["simulate", str(bad), "--eps", "0.2", "--trials", "10",
+                 "--data", "house_votes"]) == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_demo_runs_end_to_end(tmp_path):
+    buf = io.StringIO()
+    res = run_demo(tmp_path, trials=300, stream=buf)
+    assert res["onnx_agrees"]
+    assert "predicted mean SCP" in buf.getvalue()
