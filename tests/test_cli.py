@@ -53,3 +53,18 @@ def test_demo_runs_end_to_end(tmp_path):
     res = run_demo(tmp_path, trials=300, stream=buf)
     assert res["onnx_agrees"]
     assert "predicted mean SCP" in buf.getvalue()
+
+
+def test_installed_console_script_runs_outside_the_source_tree(tmp_path):
+    """The installed distribution (not this checkout) carries the CLI and its data."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("edgecode") or str(Path(sys.executable).parent / "edgecode")
+    proc = subprocess.run([exe, "plan", "house_votes", "--eps", "0.2", "--budget", "4",
+                           "--out", "hv.edgc"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "greedy" in proc.stdout and (tmp_path / "hv.edgc").exists()
