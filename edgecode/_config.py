@@ -9,9 +9,9 @@ decides caching and fastmath; no kernel hardcodes them.
 #: as their slow references.
 NJIT = {"cache": True, "fastmath": False}
 
-#: Largest feature count ``scp_exact`` accepts: meet in the middle keeps two
-#: half-enumerations of ``2**ceil(n/2)`` float64 sums and probabilities each,
-#: i.e. 2**(24+1) * 16 bytes = 512 MiB at n = 48.
+#: Largest feature count ``scp_exact`` accepts: meet in the middle keeps five
+#: float64 buffers of ``2**ceil(n/2)`` entries (sums, probabilities, merge
+#: scratch, prefix masses), i.e. 5 * 2**24 * 8 bytes = 640 MiB at n = 48.
 SCP_EXACT_MAX_FEATURES = 48
 
 #: Smallest Laplace smoothing accepted without a warning (as scikit-learn).

@@ -104,17 +104,24 @@ def allocate_uniform(n_features, budget_bits):
     return r
 
 
-def _scp_bounds_lower(margin, deltas, eps, **kw):
-    return _scp.scp_bounds(margin, deltas, eps, **kw)[0]
+def _change_exact(margin, deltas, eps, **kw):
+    return _scp.scp_exact(margin, deltas, eps, return_change=True, **kw)
 
 
-#: SCP methods the planner can optimise.  ``bounds`` optimises the certified
-#: lower bound, so the reported mean SCP is guaranteed.
-SCP_METHODS = {
-    "exact": _scp.scp_exact,
-    "approx": _scp.scp_approx,
-    "bounds": _scp_bounds_lower,
-}
+def _change_approx(margin, deltas, eps, **kw):
+    return _scp.scp_approx(margin, deltas, eps, return_change=True, **kw)
+
+
+def _change_bounds(margin, deltas, eps, **kw):
+    return 1.0 - _scp.scp_bounds(margin, deltas, eps, **kw)[0]
+
+
+#: SCP methods the planner can optimise, as functions returning the change
+#: probability 1 - SCP per point (kept at full relative precision where the
+#: method allows, so plans at tiny eps are not decided by rounding).
+#: ``bounds`` optimises the certified lower bound of the SCP, so the reported
+#: mean SCP is guaranteed.
+SCP_METHODS = {"exact": _change_exact, "approx": _change_approx, "bounds": _change_bounds}
 
 
 def _resolve_method(method, n):
@@ -137,7 +144,7 @@ def mean_scp(margin, deltas, eps, repetitions=None, method="auto", **method_opti
     if r.shape != (n,) or np.any(r < 0):
         raise ValueError(f"repetitions must be {n} non-negative integers; got {repetitions!r}")
     fn = SCP_METHODS[_resolve_method(method, n)]
-    return float(fn(margin, deltas, repetition_error(eps, r), **method_options).mean())
+    return 1.0 - float(fn(margin, deltas, repetition_error(eps, r), **method_options).mean())
 
 
 @dataclass
@@ -234,24 +241,25 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
     fn = SCP_METHODS[name]
     r = np.zeros(n, dtype=np.int64)
     err = repetition_error(eps, r)
+    # minimise the mean change probability 1 - SCP (same argmax, better precision)
     current = float(fn(margin, deltas, err, **method_options).mean())
     history = []
     for step in range(units):
-        best_j, best = -1, -np.inf
+        best_j, best = -1, np.inf
         for j in range(n):
             if eps[j] == 0.0:
                 continue  # a noiseless feature gains nothing
             trial = err.copy()
             trial[j] = repetition_error(eps[j], r[j] + 1)
             value = float(fn(margin, deltas, trial, **method_options).mean())
-            if value > best:
+            if value < best:
                 best_j, best = j, value
         if best_j < 0:  # every channel noiseless: nothing to protect
             best_j, best = 0, current
         r[best_j] += 1
         err[best_j] = repetition_error(eps[best_j], r[best_j])
         current = best
-        history.append((best_j, best))
+        history.append((best_j, 1.0 - best))
         if progress is not None:
-            progress(step + 1, units, best_j, best)
-    return Allocation(r, current, history, name, 2 * units, eps, err)
+            progress(step + 1, units, best_j, 1.0 - best)
+    return Allocation(r, 1.0 - current, history, name, 2 * units, eps, err)
