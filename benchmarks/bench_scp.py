@@ -26,13 +26,14 @@ nothing is read from ../shared.
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+from _common import median_time
 
 from edgecode.datasets import load_house_votes
 from edgecode.scp import scp_approx, scp_bounds, scp_exact, scp_monte_carlo
@@ -60,6 +61,8 @@ def numpy_enumeration(margin, deltas, eps):
 _COMPILE_PROBE = """
 import time
 import numpy as np
+
+from _common import median_time
 from edgecode.scp import scp_approx, scp_bounds, scp_exact
 m, d = np.array([0.5, -0.25]), np.array([[1.0, -2.0, 0.5], [0.5, 0.5, -1.0]])
 for f in (scp_exact, scp_approx, scp_bounds):
@@ -70,12 +73,7 @@ for f in (scp_exact, scp_approx, scp_bounds):
 
 
 def timed(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return median_time(fn, repeats=repeats, warmup=0)
 
 
 def house_margins():

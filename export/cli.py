@@ -136,7 +136,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     from edgecode.scp import scp_bounds, scp_exact
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
-    from statistics import NormalDist
+    from edgecode._stats import wilson_interval
 
     out = stream or sys.stdout
     container = read_container(artifact) if not isinstance(artifact, bytes) else \
@@ -152,13 +152,11 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     t0 = time.perf_counter()
     same, clean = simulate(device, X, eps_v, trials, random_state=seed)
     sim_s = time.perf_counter() - t0
+    # pooled over points: points with different rates only shrink the variance,
+    # so the Wilson interval of the pooled count is conservative
     total = X.shape[0] * trials
-    k = int(np.sum(same))
-    p = k / total
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
-    denom = 1 + z * z / total
-    centre = (p + z * z / (2 * total)) / denom
-    half = z * np.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
+    p = int(np.sum(same)) / total
+    lo_ci, hi_ci = (float(v) for v in wilson_interval(int(np.sum(same)), total, confidence))
     # the device's own classifier as a linear model: predicted SCP of what it runs
     scale = 2.0 ** device.scale_shift
     acc = device.decision(X).astype(np.float64)
@@ -173,12 +171,12 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         lo, hi = scp_bounds(margin, deltas, eff)
         pred = (lo + hi) / 2
         pred_txt = f"in [{lo.mean():.6f}, {hi.mean():.6f}] (certified bounds)"
-    inside = centre - half <= pred.mean() <= centre + half
+    inside = lo_ci <= pred.mean() <= hi_ci
     print(f"simulate {artifact if not isinstance(artifact, bytes) else '<bytes>'} on "
           f"{data.name} ({len(X)} points x {trials} trials, eps = {eps}, seed {seed}, "
           f"{device.total_bits} bits per inference)", file=out)
     print(f"simulated same-classification rate: {p:.6f}  "
-          f"{100 * confidence:g}% CI [{centre - half:.6f}, {centre + half:.6f}]  ({sim_s:.2f}s)",
+          f"{100 * confidence:g}% CI [{lo_ci:.6f}, {hi_ci:.6f}]  ({sim_s:.2f}s)",
           file=out)
     print(f"predicted mean SCP of the device model: {pred_txt}  -> "
           f"{'inside' if inside else 'OUTSIDE'} the interval", file=out)
@@ -187,7 +185,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         print(f"planner's prediction stored in the artifact: {float(planned):.6f} at eps "
               f"{container.meta.get('planned_eps')} on {container.meta.get('planning_points')} "
               f"planning points", file=out)
-    return {"rate": p, "ci": (centre - half, centre + half), "predicted": float(pred.mean()),
+    return {"rate": p, "ci": (lo_ci, hi_ci), "predicted": float(pred.mean()),
             "inside": inside, "same": same, "clean": clean}
 
 

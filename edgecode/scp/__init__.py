@@ -29,7 +29,6 @@ Classification": SCP definition, Algorithm 1 and Improvements 1 and 2.
 """
 
 from numbers import Real
-from statistics import NormalDist
 from typing import NamedTuple
 
 import numpy as np
@@ -38,6 +37,7 @@ from sklearn.utils import check_random_state
 from .._config import (SCP_APPROX_MAX_CELLS, SCP_APPROX_TAIL, SCP_BOUNDS_BERNSTEIN,
                        SCP_BOUNDS_RESOLUTION, SCP_BOUNDS_TRIM, SCP_EXACT_MAX_FEATURES,
                        SCP_MC_CHUNK_CELLS)
+from .._stats import wilson_interval
 from .._validation import check_eps, check_int, check_margin_deltas
 from ._kernels import _scp_approx_change, _scp_bounds, _scp_exact_change
 
@@ -395,10 +395,5 @@ def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, conf
         sums = margin + flips @ dt                      # (c, t)
         kept += ((sums > 0) == pos).sum(axis=0)
         done += c
-    p_hat = kept / n_trials
-    z = NormalDist().inv_cdf(0.5 + 0.5 * float(confidence))
-    z2n = z * z / n_trials
-    centre = (p_hat + z2n / 2) / (1 + z2n)
-    half = z / (1 + z2n) * np.sqrt(p_hat * (1 - p_hat) / n_trials + z2n / (4 * n_trials))
-    return MonteCarloSCP(p_hat, np.clip(centre - half, 0.0, 1.0),
-                         np.clip(centre + half, 0.0, 1.0))
+    lower, upper = wilson_interval(kept, n_trials, confidence)
+    return MonteCarloSCP(kept / n_trials, lower, upper)
