@@ -3,7 +3,7 @@ import io
 import numpy as np
 import pytest
 
-from export.cli import main, run_demo, run_plan, run_simulate
+from export.cli import main, run_demo
 
 
 def test_plan_writes_artifacts_and_simulate_agrees(tmp_path, capsys):

@@ -1,11 +1,5 @@
-"""The ``edgecode`` command line: demo, plan, simulate.
+"""``edgecode plan`` and ``edgecode simulate``: protected naive Bayes on the command line."""
 
-The CLI lives in ``export`` (the bridge) because it is the one layer allowed
-to see both sides: it plans with ``edgecode``, writes artifacts, and runs them
-on ``firmware_sim``.  ``edgecode`` itself never imports the other two.
-"""
-
-import argparse
 import json
 import sys
 import time
@@ -13,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["run_plan", "run_simulate", "run_demo_stage", "register"]
 
 
 class _Progress:
@@ -189,17 +183,14 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
             "inside": inside, "same": same, "clean": clean}
 
 
-def run_demo(out_dir=None, trials=2000, stream=None):
-    """The whole path on bundled data: plan -> export -> device -> simulate."""
-    import tempfile
+def run_demo_stage(out_dir, trials=2000, stream=None):
+    """Demo stage: plan -> export -> device -> simulate on house votes, then NLTCS."""
     import onnxruntime as ort
     from firmware_sim.channel import bsc
     from firmware_sim.naive_bayes import load_protected_nb
 
     out = stream or sys.stdout
-    t0 = time.perf_counter()
-    out_dir = Path(out_dir or tempfile.mkdtemp(prefix="edgecode-demo-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir)
     print("== 1. plan: house votes, naive Bayes, eps = 0.2, 32 redundancy bits ==", file=out)
     res = run_plan("house_votes", 0.2, 32, out=out_dir / "house_votes.edgc",
                    onnx_out=out_dir / "house_votes.onnx", stream=out)
@@ -222,20 +213,13 @@ def run_demo(out_dir=None, trials=2000, stream=None):
     print(f"\n== 3. simulate: {trials} noisy transmissions per point ==", file=out)
     sim = run_simulate(out_dir / "house_votes.edgc", 0.2, trials, dataset="house_votes",
                        stream=out)
-    print(f"\n== 4. NLTCS: 15 features, 3236 test points, 15 redundancy units ==", file=out)
+    print("\n== 4. NLTCS: 15 features, 3236 test points, 15 redundancy units ==", file=out)
     run_plan("nltcs", 0.2, 30, stream=out)
-    print(f"\nartifacts in {out_dir}; demo took {time.perf_counter() - t0:.1f}s", file=out)
     return {"plan": res, "simulate": sim, "onnx_agrees": agree}
 
 
-def _build_parser():
-    p = argparse.ArgumentParser(prog="edgecode", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
-    d = sub.add_parser("demo", help="run plan -> export -> device -> simulate on bundled data")
-    d.add_argument("--out", help="directory for the artifacts (default: a new temp dir)")
-    d.add_argument("--trials", type=int, default=2000, help="Monte Carlo trials per point")
-
+def register(sub):
+    """Add the ``plan`` and ``simulate`` sub-commands to ``sub`` (argparse subparsers)."""
     pl = sub.add_parser("plan", help="fit naive Bayes and plan a repetition-code allocation")
     pl.add_argument("data", help="bundled dataset name (house_votes, nltcs) or a CSV path "
                     "(binary 0/1 columns and a 'class' column, optional 'split')")
@@ -253,6 +237,7 @@ def _build_parser():
     pl.add_argument("--max-points", type=int, help="plan on at most this many points")
     pl.add_argument("--out", help="write the device container here")
     pl.add_argument("--onnx", help="write the ONNX graph here")
+    pl.set_defaults(func=_cmd_plan)
 
     s = sub.add_parser("simulate", help="Monte Carlo campaign of a protected NB artifact")
     s.add_argument("artifact", help="container written by 'edgecode plan --out'")
@@ -264,41 +249,28 @@ def _build_parser():
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--confidence", type=float, default=0.99)
     s.add_argument("--max-points", type=int)
-    return p
+    s.set_defaults(func=_cmd_simulate)
 
 
-def main(argv=None):
-    """Entry point of the ``edgecode`` console script."""
-    args = _build_parser().parse_args(argv)
-    try:
-        if args.command == "demo":
-            run_demo(args.out, trials=args.trials)
-        elif args.command == "plan":
-            from edgecode import datasets
-            data = datasets.load(args.data)
-            n = data.X.shape[1]
-            budget = args.budget if args.budget is not None else 2 * n * args.R
-            run_plan(data, _parse_eps(args.eps, n), budget, method=args.method,
-                     alpha=args.alpha, out=args.out, onnx_out=args.onnx,
-                     fit_split=args.fit_split, plan_split=args.plan_split,
-                     max_points=args.max_points)
-        elif args.command == "simulate":
-            from firmware_sim.artifact import read_container
-            data = args.data
-            if data is None:
-                data = read_container(args.artifact).meta.get("dataset")
-                if data is None:
-                    raise SystemExit("error: the artifact records no dataset; pass --data")
-            if not 0 < args.trials:
-                raise SystemExit("error: --trials must be positive")
-            run_simulate(args.artifact, _parse_eps(args.eps), args.trials, dataset=data,
-                         split=args.split, seed=args.seed, confidence=args.confidence,
-                         max_points=args.max_points)
-    except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+def _cmd_plan(args):
+    from edgecode import datasets
+    data = datasets.load(args.data)
+    n = data.X.shape[1]
+    budget = args.budget if args.budget is not None else 2 * n * args.R
+    run_plan(data, _parse_eps(args.eps, n), budget, method=args.method, alpha=args.alpha,
+             out=args.out, onnx_out=args.onnx, fit_split=args.fit_split,
+             plan_split=args.plan_split, max_points=args.max_points)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _cmd_simulate(args):
+    from firmware_sim.artifact import read_container
+    data = args.data
+    if data is None:
+        data = read_container(args.artifact).meta.get("dataset")
+        if data is None:
+            raise SystemExit("error: the artifact records no dataset; pass --data")
+    if args.trials <= 0:
+        raise SystemExit("error: --trials must be positive")
+    run_simulate(args.artifact, _parse_eps(args.eps), args.trials, dataset=data,
+                 split=args.split, seed=args.seed, confidence=args.confidence,
+                 max_points=args.max_points)
