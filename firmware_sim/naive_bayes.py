@@ -145,13 +145,17 @@ def make_protected_nb_arrays(weights, bias, repetitions, scale_shift):
     }
 
 
-def load_protected_nb(source):
+def load_protected_nb(source, profile=None):
     """Load a protected naive Bayes device from a container.
 
     Parameters
     ----------
     source : str, os.PathLike, bytes or Container
         Container file, its bytes, or an already parsed :class:`Container`.
+    profile : DeviceProfile, str or None
+        When given (a profile or a built-in profile name such as
+        ``"cortex-m0"``), refuse an artifact that does not fit its flash, RAM
+        or integer widths (:func:`firmware_sim.profiles.check_fits`).
 
     Returns
     -------
@@ -162,6 +166,8 @@ def load_protected_nb(source):
     ContainerError
         Malformed container, wrong kind, or a missing field / wrong dtype /
         wrong shape / out-of-range value, naming the field.
+    DoesNotFitError
+        The artifact exceeds ``profile`` (the message says by how much).
 
     Examples
     --------
@@ -175,7 +181,11 @@ def load_protected_nb(source):
     [1, 0]
     """
     container = source if isinstance(source, Container) else read_container(source)
-    return ProtectedNBDevice(container)
+    device = ProtectedNBDevice(container)
+    if profile is not None:
+        from .profiles import check_fits, get_profile
+        check_fits(get_profile(profile), device.resources(), container)
+    return device
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,159 @@
+"""Campaign throughput: firmware_sim.campaign versus a plain numpy campaign.
+
+Protected naive Bayes on house votes (bundled data, 435 points, 16 features),
+greedy plan with a 32-bit redundancy budget planned at eps = 0.1 (48 channel
+bits per inference). Each task runs the same campaign twice in one process:
+
+* peer: plain numpy, vectorised over a batch of trials (uniforms compared with
+  eps for the flips, ``np.add.reduceat`` for the majority votes, a matrix
+  product for the integer log-odds; for the burst channel the two-state chain
+  is stepped bit position by bit position, vectorised over rows); one more
+  row times the per-trial numpy loop of ``benchmarks/sim_vs_planner.py``;
+* edgecode: ``firmware_sim.campaign.run_campaign`` (geometric skipping for the
+  BSC, the numba Gilbert-Elliott kernel, the numba decode-and-accumulate loop).
+
+Times are medians of ``--repeats`` runs after a warm-up (JIT excluded); ``n``
+is the number of (point, trial) inferences per run. ECOC on pendigits is not
+here yet (its device runtime is being written separately).
+
+Run:  python benchmarks/bench_campaign.py [--trials 2000] [--repeats 3] [--full]
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import machine, median_time, print_table  # noqa: E402
+
+from edgecode.datasets import load_house_votes  # noqa: E402
+from edgecode.naive_bayes import BinaryNaiveBayes  # noqa: E402
+from edgecode.redundancy import allocate_greedy  # noqa: E402
+from export.naive_bayes import quantize_naive_bayes  # noqa: E402
+from firmware_sim.campaign import run_campaign  # noqa: E402
+from firmware_sim.faults import BSC, GilbertElliott  # noqa: E402
+from firmware_sim.naive_bayes import ProtectedNBDevice  # noqa: E402
+
+BATCH_CELLS = 1 << 22
+
+
+def _numpy_setup(device, X):
+    r = device.repetitions.astype(np.int64)
+    copies = 2 * r + 1
+    starts = np.concatenate([[0], np.cumsum(copies)[:-1]])
+    w = device.weights.astype(np.int64)
+    clean = device.bias + X.astype(np.int64) @ w > 0
+    bits = np.repeat(X, copies, axis=1).astype(np.uint8)
+    return r, starts, w, clean, bits
+
+
+def _numpy_decide(device, rx, r, starts, w, clean):
+    ones = np.add.reduceat(rx, starts, axis=-1, dtype=np.int64)
+    acc = device.bias + (ones > r).astype(np.int64) @ w
+    return ((acc > 0) == clean).sum(axis=0)
+
+
+def numpy_campaign_bsc(device, X, eps, trials, seed):
+    """Plain numpy BSC campaign: same counts as run_campaign (other random draws)."""
+    rng = np.random.default_rng(seed)
+    r, starts, w, clean, bits = _numpy_setup(device, X)
+    same = np.zeros(len(X), np.int64)
+    per = max(1, BATCH_CELLS // bits.size)
+    for t0 in range(0, trials, per):
+        b = min(per, trials - t0)
+        rx = bits[None] ^ (rng.random((b,) + bits.shape) < eps)
+        same += _numpy_decide(device, rx, r, starts, w, clean)
+    return same
+
+
+def numpy_campaign_per_trial(device, X, eps, trials, seed):
+    """The per-trial numpy loop of ``benchmarks/sim_vs_planner.py`` (one trial of
+    every point per iteration, ``np.add.at`` for the votes)."""
+    rng = np.random.default_rng(seed)
+    r, _, w, clean, bits = _numpy_setup(device, X)
+    owner = np.repeat(np.arange(X.shape[1]), 2 * r + 1)
+    same = np.zeros(len(X), np.int64)
+    for _ in range(trials):
+        rx = bits ^ (rng.random(bits.shape) < eps)
+        ones = np.zeros(X.shape, np.int64)
+        np.add.at(ones.T, owner, rx.T)
+        same += (device.bias + (ones > r).astype(np.int64) @ w > 0) == clean
+    return same
+
+
+def numpy_campaign_burst(device, X, ge, trials, seed):
+    """Plain numpy Gilbert-Elliott campaign (each transmission starts stationary)."""
+    rng = np.random.default_rng(seed)
+    r, starts, w, clean, bits = _numpy_setup(device, X)
+    t, width = bits.shape
+    same = np.zeros(t, np.int64)
+    per = max(1, BATCH_CELLS // bits.size)
+    for t0 in range(0, trials, per):
+        b = min(per, trials - t0)
+        rows = b * t
+        flips = np.empty((rows, width), bool)
+        bad = rng.random(rows) < ge.stationary_bad
+        for k in range(width):
+            if k:
+                u = rng.random(rows)
+                bad = np.where(bad, u >= ge.r, u < ge.p)
+            e = np.where(bad, ge.eps_bad, ge.eps_good)
+            flips[:, k] = rng.random(rows) < e
+        rx = bits[None] ^ flips.reshape(b, t, width)
+        same += _numpy_decide(device, rx, r, starts, w, clean)
+    return same
+
+
+def _device():
+    d = load_house_votes()
+    nb = BinaryNaiveBayes().fit(d.X, d.y)
+    plan = allocate_greedy(nb.decision_function(d.X), nb.flip_deltas(d.X), 0.1, 32,
+                           method="exact")
+    w, b, s, _ = quantize_naive_bayes(nb, d.X)
+    return d, ProtectedNBDevice.from_arrays(w, b, plan.repetitions, s)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--full", action="store_true", help="20000 trials, 5 repeats")
+    args = ap.parse_args(argv)
+    if args.full:
+        args.trials, args.repeats = 20000, 5
+    d, dev = _device()
+    X = d.X
+    print(f"# machine: {machine()}")
+    print(f"# house votes: {len(X)} points, {dev.total_bits} channel bits per inference, "
+          f"median of {args.repeats}; n = points x trials")
+    T = args.trials
+    tasks = []
+    for eps in (0.01, 0.1):
+        tasks.append((f"protected_nb_house_votes_bsc_eps{eps:g}", T,
+                      lambda e=eps: numpy_campaign_bsc(dev, X, e, T, 0),
+                      lambda e=eps: run_campaign(dev, X, BSC(e), n_trials=T, seed=0)))
+    ge = GilbertElliott.from_flip_rate(0.1, 4.0)
+    tasks.append(("protected_nb_house_votes_burst_rate0.1_len4", T,
+                  lambda: numpy_campaign_burst(dev, X, ge, T, 0),
+                  lambda: run_campaign(dev, X, ge, n_trials=T, seed=0)))
+    small = max(50, T // 10)
+    tasks.append(("protected_nb_house_votes_bsc_eps0.1_vs_per_trial_loop", small,
+                  lambda: numpy_campaign_per_trial(dev, X, 0.1, small, 0),
+                  lambda: run_campaign(dev, X, BSC(0.1), n_trials=small, seed=0)))
+    # agreement of the implementations (different draws, same law)
+    n = len(X) * T
+    ours = run_campaign(dev, X, BSC(0.1), n_trials=T, seed=0).points[0].same_rate
+    peer = numpy_campaign_bsc(dev, X, 0.1, T, 1).sum() / n
+    print(f"# same-classification rate at eps 0.1: edgecode {ours:.5f}, numpy {peer:.5f}")
+    rows = []
+    for name, trials, peer_fn, ours_fn in tasks:
+        t_peer = median_time(peer_fn, repeats=args.repeats, warmup=1)
+        t_ours = median_time(ours_fn, repeats=args.repeats, warmup=1)
+        rows.append([name, len(X) * trials, t_peer, t_ours, t_peer / t_ours])
+    print_table(["task", "n", "peer_s", "edgecode_s", "ratio"], rows)
+
+
+if __name__ == "__main__":
+    main()

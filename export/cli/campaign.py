@@ -1,0 +1,166 @@
+"""``edgecode campaign``: sweep a fault model over a grid on a device artifact.
+
+Example::
+
+    edgecode plan house_votes --eps 0.1 --budget 32 --out hv.edgc
+    edgecode campaign hv.edgc --fault bsc --param eps --grid 0.02,0.05,0.1,0.2 \\
+        --trials 5000 --json hv_bsc.json --plot hv_bsc.png
+    edgecode campaign hv.edgc --fault burst --set mean_burst=4 --param flip_rate \\
+        --grid 0.02,0.05,0.1,0.2 --trials 5000
+    edgecode campaign hv.edgc --fault seu --set arrays=weights --param count --grid 1,2,4
+"""
+
+import sys
+
+__all__ = ["run_campaign_cli", "run_demo_stage", "register"]
+
+
+def _parse_value(text):
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _parse_sets(items):
+    params = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set takes name=value; got {item!r}")
+        key = key.strip()
+        if key in ("stuck0", "stuck1", "arrays"):
+            params[key] = [_parse_value(v) for v in value.split(",") if v.strip()]
+        else:
+            params[key] = _parse_value(value)
+    return params
+
+
+def _parse_grid(text):
+    vals = [_parse_value(v) for v in str(text).split(",") if v.strip()]
+    if not vals:
+        raise ValueError(f"--grid must be a comma list of values; got {text!r}")
+    return vals
+
+
+def _default_params(fault, param, grid, params):
+    """Fill the swept parameter with the grid's first value so the base model builds."""
+    params = dict(params)
+    if param is not None and "." not in param:
+        params.setdefault(param, grid[0])
+    if fault == "burst" and "flip_rate" in params and "mean_burst" not in params \
+            and "r" not in params:
+        params["mean_burst"] = 4.0
+    if fault == "seu" and "rate" not in params and "count" not in params:
+        params["count"] = 1
+    return params
+
+
+def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials=1000, seed=0,
+                     dataset=None, split="test", max_points=None, confidence=0.99,
+                     profile=None, json_path=None, plot_path=None, stream=None):
+    """Load an artifact, run a campaign on dataset rows, print the table, write reports.
+
+    Returns the :class:`~firmware_sim.campaign.CampaignResult` (with analytic
+    predictions attached where a closed form exists).
+    """
+    from edgecode import datasets
+    from export.campaign import LOADERS, add_analytic, format_campaign, plot_campaign
+    from firmware_sim.artifact import read_container
+    from firmware_sim.campaign import run_campaign
+    from firmware_sim.faults import make_fault
+    from firmware_sim.profiles import annotate, check_fits, get_profile
+
+    out = stream or sys.stdout
+    container = read_container(artifact)
+    if container.kind not in LOADERS:
+        raise ValueError(f"campaigns on {container.kind!r} artifacts are not wired yet "
+                         f"(supported: {sorted(LOADERS)})")
+    device = LOADERS[container.kind](container)
+    if profile is not None:
+        prof = get_profile(profile)
+        check_fits(prof, device.resources(), container)
+    dataset = dataset or container.meta.get("dataset")
+    if dataset is None:
+        raise ValueError("the artifact records no dataset; pass --data")
+    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+    rows = data.subset(split) if (data.split is not None and split != "all") else data
+    X, y = rows.X, rows.y
+    if max_points is not None:
+        X, y = X[:max_points], y[:max_points]
+    base = make_fault(fault, **_default_params(fault, param, grid or [None], params or {}))
+    res = run_campaign(device, X, base, param, grid, trials, seed=seed, y=y,
+                       confidence=confidence)
+    add_analytic(res, device, X, base, param, y)
+    if profile is not None:
+        res.device["profile"] = annotate(device.resources(), prof)
+    print(f"campaign on {artifact if isinstance(artifact, str) else '<artifact>'}: "
+          f"{container.kind}, {data.name} ({len(X)} points x {trials} trials per value), "
+          f"fault {base!r}, seed {seed}", file=out)
+    if profile is not None:
+        est = res.device["profile"]["estimate"]
+        print(f"profile {prof.name}: {est['cycles']:.0f} cycles, "
+              f"{est['time_s'] * 1e6:.1f} us, {est['energy_pj']:.0f} pJ per inference "
+              f"(operation energy only unless the profile sets an overhead)", file=out)
+    print(format_campaign(res), file=out)
+    if json_path is not None:
+        res.to_json(json_path)
+        print(f"wrote {json_path}", file=out)
+    if plot_path is not None:
+        plot_campaign(res, plot_path, labels=[fault])
+        print(f"wrote {plot_path}", file=out)
+    return res
+
+
+def run_demo_stage(out_dir, trials=2000, stream=None):
+    """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
+    from export.campaign import run_demo_stage as _stage
+    return _stage(out_dir, trials=trials, stream=stream)
+
+
+def register(sub):
+    """Add the ``campaign`` sub-command to ``sub`` (argparse subparsers)."""
+    c = sub.add_parser("campaign", help="sweep a fault model over a grid on a device artifact",
+                       description=__doc__.splitlines()[0])
+    c.add_argument("artifact", help="device container (e.g. from 'edgecode plan --out')")
+    c.add_argument("--fault", required=True, choices=["bsc", "burst", "stuck", "seu"],
+                   help="bsc: independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "
+                        "eps_bad, or flip_rate and mean_burst); stuck: stuck lines (stuck0, "
+                        "stuck1, rate, value); seu: parameter upsets (rate or count, arrays, "
+                        "checked)")
+    c.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="a fault parameter (repeatable); lists comma separated")
+    c.add_argument("--param", help="parameter to sweep (e.g. eps, flip_rate, rate, count)")
+    c.add_argument("--grid", help="comma list of values of --param")
+    c.add_argument("--trials", type=int, default=1000, help="trials per point and value")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
+                   "dataset recorded in the artifact)")
+    c.add_argument("--split", default="test", help="rows to use when the data has a split")
+    c.add_argument("--max-points", type=int)
+    c.add_argument("--confidence", type=float, default=0.99)
+    c.add_argument("--profile", help="device profile (cortex-m0, cortex-m4 or a JSON/TOML "
+                   "file): refuse an artifact that does not fit, report cycles and energy")
+    c.add_argument("--json", dest="json_path", help="write the JSON report here")
+    c.add_argument("--plot", dest="plot_path", help="write a PNG plot here (needs matplotlib)")
+    c.set_defaults(func=_cmd_campaign)
+
+
+def _cmd_campaign(args):
+    if (args.param is None) != (args.grid is None):
+        raise ValueError("--param and --grid go together")
+    if args.trials <= 0:
+        raise ValueError(f"--trials must be positive; got {args.trials}")
+    run_campaign_cli(args.artifact, args.fault, _parse_sets(args.set), args.param,
+                     None if args.grid is None else _parse_grid(args.grid), args.trials,
+                     seed=args.seed, dataset=args.data, split=args.split,
+                     max_points=args.max_points, confidence=args.confidence,
+                     profile=args.profile, json_path=args.json_path, plot_path=args.plot_path)

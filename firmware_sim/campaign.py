@@ -1,0 +1,443 @@
+"""Seeded fault-injection campaigns on any device runtime.
+
+:func:`run_campaign` sweeps one parameter of a fault model
+(:mod:`firmware_sim.faults`) over a grid, runs ``n_trials`` independent
+trials per point of ``X`` at every grid value (each grid value with its own
+child of one ``SeedSequence``), and reports the same-classification rate
+(the label equals the device's clean label) and, given ``y``, the accuracy,
+each with a Wilson confidence interval. :class:`CampaignResult` writes and
+reads the JSON report.
+
+Device protocol (what a runtime needs to be campaigned)::
+
+    device.transmit(X)      -> uint8 array (t, L): the bits on the wire per point
+    device.predict(X)       -> int array (t,): labels of the clean points
+    device.predict_bits(B)  -> int array (t,): labels of received bits B (t, L)
+    device.container        -> Container the device was loaded from
+                               (only for image faults, with ``loader``)
+
+``ProtectedNBDevice`` has all four. An ECOC device whose ``transmit`` returns
+its learners' outputs and whose ``predict_bits`` decodes them, or an SSBC
+device (image faults on its code table), plugs in the same way. Bit faults
+act on ``transmit``'s output; image faults act on ``device.container`` and
+the campaign re-loads the device from the faulty image with
+``loader(container)`` (default ``type(device)(container)``).
+
+Imports numpy only (plotting and analytic predictions live in
+``export.campaign``).
+"""
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from numbers import Integral
+from statistics import NormalDist
+
+import numpy as np
+
+from ._kernels import _accumulate, _decode_accumulate, _majority_decode
+from ._kernels.faults import _nb_sparse_outcomes
+from .artifact import ContainerError
+from .channel import _BLOCK_BITS, check_bits
+from .faults import Compose, Fault
+from .naive_bayes import ProtectedNBDevice
+
+__all__ = ["run_campaign", "CampaignResult", "CampaignPoint", "wilson_interval",
+           "REPORT_VERSION"]
+
+#: Version of the JSON report layout.
+REPORT_VERSION = 1
+
+#: Wire bits per batch of the bit-fault path (bounds memory; fixed, so a seed
+#: gives the same result on every machine). At most the channel's block size,
+#: so a batch's BSC errors are one draw whichever path consumes them.
+BATCH_BITS = min(1 << 22, _BLOCK_BITS)
+
+
+def wilson_interval(successes, trials, confidence=0.99):
+    """Wilson score interval of a binomial proportion, clipped to [0, 1].
+
+    Examples
+    --------
+    >>> lo, hi = wilson_interval(50, 100, 0.95)
+    >>> round(lo, 4), round(hi, 4)
+    (0.4038, 0.5962)
+    """
+    if trials <= 0:
+        return (0.0, 1.0)
+    p = float(successes) / trials
+    z = NormalDist().inv_cdf(0.5 + 0.5 * float(confidence))
+    z2n = z * z / trials
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(max(p * (1 - p), 0.0) / trials + z2n / (4 * trials))
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class CampaignPoint:
+    """Result at one grid value.
+
+    Attributes
+    ----------
+    value : float or None
+        The swept parameter's value.
+    fault : dict
+        The fault model at this value (``Fault.to_dict``).
+    same_rate : float
+        Fraction of (point, trial) pairs labelled as the clean device labels.
+    same_ci : [float, float]
+    accuracy, accuracy_ci : float, [float, float] or None
+        Against ``y`` when given.
+    refused : int
+        Trials whose faulty image the loader refused, or whose received frame
+        no longer matched the faulty device (image faults only); they count
+        as neither same nor correct.
+    ci_trials : int
+        Sample size behind the intervals: points x trials for bit faults
+        (independent across points and trials); trials for image faults (one
+        faulty image serves every point, so the trial is the unit: the Wilson
+        interval of the mean per-trial rate, conservative because a [0, 1]
+        variable with mean m has variance at most m (1 - m)).
+    elapsed_s : float
+    trials_per_s : float
+        (point, trial) inferences per second, faults included.
+    same_per_point : list of int
+        Per point, trials with the clean label.
+    """
+
+    value: object
+    fault: dict
+    same_rate: float
+    same_ci: list
+    accuracy: object
+    accuracy_ci: object
+    refused: int
+    ci_trials: int
+    elapsed_s: float
+    trials_per_s: float
+    same_per_point: list = field(repr=False, default_factory=list)
+    analytic: object = None
+
+
+@dataclass
+class CampaignResult:
+    """A campaign's report (see :func:`run_campaign`); JSON via :meth:`to_json`.
+
+    Attributes
+    ----------
+    param : str or None
+    grid : list
+    n_trials, n_points : int
+    seed : int
+    confidence : float
+    fault : dict
+        The base fault model.
+    device : dict
+        ``kind``, ``repr`` and, when available, ``resources``.
+    points : list of CampaignPoint
+    notes : dict
+        Free-form (the analytic layer records what it could or could not
+        predict here).
+    """
+
+    param: object
+    grid: list
+    n_trials: int
+    n_points: int
+    seed: int
+    confidence: float
+    fault: dict
+    device: dict
+    points: list
+    notes: dict = field(default_factory=dict)
+    version: int = REPORT_VERSION
+
+    def to_dict(self):
+        d = asdict(self)
+        return json.loads(json.dumps(d, default=_json_default))
+
+    def to_json(self, path=None, *, indent=1):
+        """The report as JSON text; written to ``path`` too when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False,
+                          default=_json_default)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        if d.get("version") != REPORT_VERSION:
+            raise ValueError(f"campaign report version {d.get('version')!r}; this reader "
+                             f"reads version {REPORT_VERSION}")
+        d["points"] = [CampaignPoint(**p) for p in d["points"]]
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, path_or_text):
+        """Read a report written by :meth:`to_json` (a path or the JSON text)."""
+        text = str(path_or_text)
+        if not text.lstrip().startswith("{"):
+            with open(path_or_text, encoding="utf-8") as f:
+                text = f.read()
+        return cls.from_dict(json.loads(text))
+
+    def table(self):
+        """Rows ``(value, same_rate, lo, hi, accuracy, refused)`` for printing."""
+        return [(p.value, p.same_rate, p.same_ci[0], p.same_ci[1], p.accuracy, p.refused)
+                for p in self.points]
+
+
+def _json_default(o):
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, tuple):
+        return list(o)
+    raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
+
+
+def _fast_predictor(device):
+    """Unchecked ``predict_bits`` for runtimes we know (inputs come from ``transmit``)."""
+    if type(device) is ProtectedNBDevice:
+        reps, w, bias = device._reps, device._w, device.bias
+
+        def predict(bits, _buf=[np.empty(0, np.int64)]):
+            if _buf[0].shape[0] < bits.shape[0]:
+                _buf[0] = np.empty(bits.shape[0], np.int64)
+            out = _buf[0][:bits.shape[0]]
+            _decode_accumulate(bits, reps, w, bias, out)
+            return (out > 0).astype(np.int64)
+        return predict
+    return device.predict_bits
+
+
+def _check_protocol(device, image):
+    needed = ["transmit", "predict", "predict_bits"] + (["container"] if image else [])
+    missing = [m for m in needed if not hasattr(device, m)]
+    if missing:
+        raise TypeError(f"device must provide {needed} (see firmware_sim.campaign); "
+                        f"{type(device).__name__} lacks {missing}")
+
+
+def _device_info(device):
+    info = {"type": type(device).__name__, "repr": repr(device)}
+    container = getattr(device, "container", None)
+    if container is not None:
+        info["kind"] = container.kind
+    try:
+        info["resources"] = json.loads(json.dumps(device.resources(), default=_json_default))
+    except Exception:  # resources are informative only
+        pass
+    return info
+
+
+def _labels(a, t, name):
+    a = np.asarray(a).astype(np.int64).reshape(-1)
+    if a.shape[0] != t:
+        raise ValueError(f"{name} must have shape ({t},), one label per point; got {a.shape}")
+    return a
+
+
+def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0, y=None,
+                 loader=None, confidence=0.99, progress=None):
+    """Sweep a fault parameter; at each value run every point ``n_trials`` times.
+
+    Parameters
+    ----------
+    device : object
+        A device following the protocol of this module's docstring.
+    X : array-like, shape (t, n)
+        Clean inputs (what ``device.transmit`` takes).
+    fault : firmware_sim.faults.Fault
+        The fault model; bit faults, image faults or a :class:`Compose` of both.
+    param : str, optional
+        Parameter of ``fault`` to sweep (``Fault.with_params`` names, e.g.
+        ``"eps"``, ``"flip_rate"``, ``"rate"``, ``"count"``, ``"1.p"``).
+        None: a single point with ``fault`` as given.
+    grid : sequence, optional
+        Values of ``param`` (required with ``param``).
+    n_trials : int
+        Trials per point of X and grid value (>= 1).
+    seed : int
+        Root of a ``numpy.random.SeedSequence``; grid value k uses child k of
+        ``SeedSequence(seed).spawn(len(grid))``, so each value's result
+        depends only on (seed, k) and re-running gives the same report.
+    y : array-like of 0/1, shape (t,), optional
+        True labels, for the accuracy.
+    loader : callable, optional
+        ``loader(container) -> device`` for image faults (default
+        ``type(device)``).
+    confidence : float
+        Confidence level of the Wilson intervals.
+    progress : callable, optional
+        Called as ``progress(k, len(grid), point)`` after each grid value.
+
+    Returns
+    -------
+    CampaignResult
+
+    Raises
+    ------
+    TypeError
+        Device without the protocol's methods, fault not a Fault.
+    ValueError
+        Bad ``n_trials``, ``grid`` without ``param`` (or the reverse),
+        unknown parameter, ``y`` of the wrong length.
+
+    Examples
+    --------
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> from firmware_sim.faults import BSC
+    >>> dev = ProtectedNBDevice.from_arrays([2], -1, [1])      # label = x, 3 copies
+    >>> res = run_campaign(dev, [[0], [1]], BSC(0.0), "eps", [0.0, 0.1], 5000, seed=1)
+    >>> res.points[0].same_rate, abs(res.points[1].same_rate - 0.972) < 0.01  # 1 - 3e^2 + 2e^3
+    (1.0, True)
+    """
+    if not isinstance(fault, Fault):
+        raise TypeError(f"fault must be a firmware_sim.faults.Fault; got {type(fault).__name__}")
+    image = fault.target in ("image", "mixed")
+    _check_protocol(device, image)
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (Integral, np.integer)):
+        raise TypeError(f"n_trials must be an integer; got {n_trials!r}")
+    n_trials = int(n_trials)
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    if (param is None) != (grid is None):
+        raise ValueError("give param and grid together (or neither for a single point)")
+    grid = [None] if param is None else list(grid)
+    if not grid:
+        raise ValueError("grid must have at least one value")
+    faults = [fault if v is None else fault.with_params(**{param: v}) for v in grid]
+    if isinstance(seed, bool) or not isinstance(seed, (Integral, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence}")
+
+    clean = np.asarray(device.predict(X)).astype(np.int64)
+    tx = np.ascontiguousarray(check_bits(device.transmit(X), name="transmitted bits"))
+    if tx.ndim != 2:
+        raise ValueError(f"device.transmit must return (t, L) bits; got shape {tx.shape}")
+    t, width = tx.shape
+    clean = _labels(clean, t, "device.predict(X)")
+    if y is not None:
+        y = _labels(check_bits(y, name="y"), t, "y")
+    for f in faults:
+        f._check_width(width)
+    children = np.random.SeedSequence(int(seed)).spawn(len(grid))
+    if loader is None:
+        loader = type(device)
+
+    points = []
+    for k, (value, f) in enumerate(zip(grid, faults)):
+        rng = np.random.default_rng(children[k])
+        t0 = time.perf_counter()
+        if image:
+            same, correct, refused = _image_point(device, tx, clean, y, f, rng, n_trials, loader)
+            ci_n = n_trials
+        else:
+            same, correct = _bits_point(device, tx, clean, y, f, rng, n_trials)
+            refused, ci_n = 0, t * n_trials
+        elapsed = time.perf_counter() - t0
+        total = t * n_trials
+        rate = float(same.sum()) / total
+        acc = None if correct is None else float(correct.sum()) / total
+        pt = CampaignPoint(
+            value=value, fault=f.to_dict(), same_rate=rate,
+            same_ci=list(wilson_interval(rate * ci_n, ci_n, confidence)),
+            accuracy=acc,
+            accuracy_ci=None if acc is None else list(wilson_interval(acc * ci_n, ci_n,
+                                                                      confidence)),
+            refused=int(refused), ci_trials=int(ci_n), elapsed_s=elapsed,
+            trials_per_s=total / elapsed if elapsed > 0 else math.inf,
+            same_per_point=same.tolist())
+        points.append(pt)
+        if progress is not None:
+            progress(k + 1, len(grid), pt)
+    return CampaignResult(param=param, grid=grid, n_trials=n_trials, n_points=t, seed=int(seed),
+                          confidence=float(confidence), fault=fault.to_dict(),
+                          device=_device_info(device), points=points)
+
+
+def _bits_point(device, tx, clean, y, fault, rng, n_trials):
+    """Bit faults: batches of (point, trial) rows through fault and device."""
+    if type(device) is ProtectedNBDevice and fault.additive:
+        return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
+    t, width = tx.shape
+    predict = _fast_predictor(device)
+    same = np.zeros(t, np.int64)
+    correct = None if y is None else np.zeros(t, np.int64)
+    rows_total = t * n_trials
+    step = max(1, BATCH_BITS // max(width, 1))
+    for start in range(0, rows_total, step):
+        stop = min(start + step, rows_total)
+        point = np.arange(start, stop, dtype=np.int64) // n_trials
+        bits = tx.take(point, axis=0)
+        fault.apply_inplace(bits, rng)
+        labels = np.asarray(predict(bits))
+        same += np.bincount(point[labels == clean[point]], minlength=t)
+        if y is not None:
+            correct += np.bincount(point[labels == y[point]], minlength=t)
+    return same, correct
+
+
+def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
+    """Protected NB under XOR noise: draw each batch's error positions (the same
+    random draws as applying the fault to the bits) and re-decode only the
+    features they hit (``_nb_sparse_outcomes``); equal, trial for trial, to
+    running the device loop on the noisy rows."""
+    t, width = tx.shape
+    n = device.n_features
+    owner = np.repeat(np.arange(n, dtype=np.int64), device.copies)
+    dec8 = np.empty((t, n), np.uint8)
+    _majority_decode(tx, device._reps, dec8)
+    clean_dec = dec8.astype(np.int64)
+    clean_counts = clean_dec * device.copies
+    clean_acc = np.empty(t, np.int64)
+    _accumulate(dec8, device._w, device.bias, clean_acc)
+    delta = 1 - 2 * tx.astype(np.int64)
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    y_arr = np.empty(0, np.int64) if y is None else y
+    dcount = np.zeros(n, np.int64)
+    touched = np.zeros(max(width, 1), np.int64)
+    rows_total = t * n_trials
+    step = max(1, BATCH_BITS // max(width, 1))
+    scratch = np.zeros(min(step, rows_total) * width, np.uint8)
+    for start in range(0, rows_total, step):
+        nrows = min(step, rows_total - start)
+        pos = fault.error_positions(nrows, width, rng, scratch)
+        _nb_sparse_outcomes(pos, start, nrows, n_trials, width, delta, owner, clean_counts,
+                            clean_dec, device._reps, device._w, clean_acc, clean, y_arr,
+                            same, correct, dcount, touched)
+    return same, (None if y is None else correct)
+
+
+def _image_point(device, tx, clean, y, fault, rng, n_trials, loader):
+    """Image faults: one faulty image per trial, every point through it."""
+    t = tx.shape[0]
+    bit_faults = fault.bit_faults if isinstance(fault, Compose) else ()
+    same = np.zeros(t, np.int64)
+    correct = None if y is None else np.zeros(t, np.int64)
+    refused = 0
+    for _ in range(n_trials):
+        try:
+            dev = loader(fault.apply_container(device.container, rng))
+        except ContainerError:
+            refused += 1
+            continue
+        bits = tx.copy()
+        for bf in bit_faults:
+            bf.apply_inplace(bits, rng)
+        try:
+            labels = np.asarray(dev.predict_bits(bits)).astype(np.int64)
+        except ValueError:  # the faulty device expects another frame: desynchronised
+            refused += 1
+            continue
+        same += labels == clean
+        if y is not None:
+            correct += labels == y
+    return same, correct, refused

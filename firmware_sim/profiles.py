@@ -1,0 +1,594 @@
+"""Device profiles: what a target microcontroller holds and what an operation costs.
+
+A :class:`DeviceProfile` states a device's word size, flash and RAM limits,
+native integer widths, and a per-operation cycle and energy table. With it
+you can
+
+* refuse an artifact that does not fit (:func:`check_fits`, :func:`load_for_profile`:
+  the message says by how many bytes flash or RAM is over), and
+* turn the operation counts every device runtime reports (``resources()``)
+  into cycle and energy estimates (:func:`estimate`, :func:`annotate`).
+
+Built-in profiles: ``"cortex-m0"`` and ``"cortex-m4"`` (:data:`BUILTIN_PROFILES`).
+Every number can be overridden from a small JSON or TOML file
+(:func:`load_profile`; TOML needs Python >= 3.11 for :mod:`tomllib`).
+The numbers, their sources and the cost model are documented in
+``docs/device_profiles.md``.
+
+Energy defaults (datapath energy per operation, 45 nm, 0.9 V) are from
+M. Horowitz, "Computing's energy problem (and what we can do about it)",
+ISSCC 2014, pp. 10-14, doi:10.1109/ISSCC.2014.6757323: 8-bit add 0.03 pJ,
+32-bit add 0.1 pJ, 8-bit multiply 0.2 pJ, 32-bit multiply 3.1 pJ, 16/32-bit
+float add 0.4/0.9 pJ, 16/32-bit float multiply 1.1/3.7 pJ; a 64-bit SRAM read
+of 10 pJ (8 KB), 20 pJ (32 KB), 100 pJ (1 MB). They are defaults to be
+overridden with a datasheet's numbers: they leave out instruction fetch,
+control and leakage, which dominate a real microcontroller's energy (set
+``overhead_pj_per_cycle`` for those).
+
+Imports the standard library only (and nothing from the rest of the package
+at import time), so every device runtime may use it.
+"""
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, fields, replace
+from numbers import Integral, Real
+from pathlib import Path
+from types import MappingProxyType
+
+__all__ = [
+    "DeviceProfile",
+    "ProfileError",
+    "DoesNotFitError",
+    "BUILTIN_PROFILES",
+    "OPERATION_CLASSES",
+    "HOROWITZ_2014_PJ",
+    "get_profile",
+    "load_profile",
+    "check_fits",
+    "estimate",
+    "annotate",
+    "load_for_profile",
+]
+
+
+class ProfileError(ValueError):
+    """A profile (name, file or field) is malformed; the message names the field."""
+
+
+class DoesNotFitError(ProfileError):
+    """An artifact needs more flash or RAM (or wider integers) than the profile has."""
+
+
+#: Per-operation datapath energy at 45 nm from Horowitz (ISSCC 2014), in pJ.
+#: Memory reads are per 64-bit access.
+HOROWITZ_2014_PJ = MappingProxyType({
+    "int8_add": 0.03,
+    "int32_add": 0.1,
+    "int8_mul": 0.2,
+    "int32_mul": 3.1,
+    "fp16_add": 0.4,
+    "fp32_add": 0.9,
+    "fp16_mul": 1.1,
+    "fp32_mul": 3.7,
+    "sram_8kb_read64": 10.0,
+    "sram_32kb_read64": 20.0,
+    "sram_1mb_read64": 100.0,
+    "dram_read64_low": 1300.0,
+    "dram_read64_high": 2600.0,
+})
+
+#: The operation classes a profile prices (cycles and pJ per operation).
+#:
+#: ``add`` (integer add/subtract), ``compare`` (a subtraction that sets flags),
+#: ``logic`` (and/or/xor/shift-and-mask), ``mul`` (32-bit integer multiply),
+#: ``popcount`` (population count of one word), ``fadd``/``fmul`` (float32),
+#: ``load_ram``/``load_flash`` (one word read).
+OPERATION_CLASSES = ("add", "compare", "logic", "mul", "popcount", "fadd", "fmul",
+                     "load_ram", "load_flash")
+
+#: Suffix of an operation-count key (as runtimes name them in
+#: ``resources()["ops_per_inference"]``) -> operation class.
+_SUFFIX_CLASSES = (
+    ("_additions", "add"), ("_subtractions", "add"), ("_increments", "add"),
+    ("_comparisons", "compare"),
+    ("_extractions", "logic"), ("_xors", "logic"), ("_shifts", "logic"), ("_ands", "logic"),
+    ("_multiplications", "mul"),
+    ("_popcounts", "popcount"),
+    ("_float_additions", "fadd"), ("_float_multiplications", "fmul"),
+    ("_flash_loads", "load_flash"), ("_ram_loads", "load_ram"), ("_loads", "load_ram"),
+)
+
+_H = HOROWITZ_2014_PJ
+#: Energy per operation class (pJ) shared by the built-in profiles: Horowitz's
+#: 32-bit integer numbers; compare and logic priced as a 32-bit add (same
+#: adder/ALU width; an assumption, Horowitz lists no separate figure);
+#: popcount as 12 adds (a SWAR popcount is about 12 ALU operations on cores
+#: without a popcount instruction, as Cortex-M0 and M4); a 32-bit word read
+#: from RAM at half the 8 KB SRAM 64-bit read; from flash at half the 1 MB
+#: SRAM read (Horowitz gives no flash figure: a stand-in to override).
+_DEFAULT_ENERGY = {
+    "add": _H["int32_add"],
+    "compare": _H["int32_add"],
+    "logic": _H["int32_add"],
+    "mul": _H["int32_mul"],
+    "popcount": 12 * _H["int32_add"],
+    "fadd": _H["fp32_add"],
+    "fmul": _H["fp32_mul"],
+    "load_ram": _H["sram_8kb_read64"] / 2,
+    "load_flash": _H["sram_1mb_read64"] / 2,
+}
+
+
+def _freeze(mapping):
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    """A target device: memory limits, integer widths, and an operation cost table.
+
+    Attributes
+    ----------
+    name : str
+    description : str
+    word_bits : int
+        Native word size (8, 16, 32 or 64); memory is read one word at a time.
+    flash_bytes : int
+        Flash available to the artifact (the whole container is stored).
+    ram_bytes : int
+        RAM available to one inference (``resources()["ram_bytes"]``).
+    int_widths : tuple of int
+        Integer widths the core handles natively (bits); a container array
+        of a wider integer type is refused by :func:`check_fits`.
+    clock_hz : float
+        Core clock, for the time estimate.
+    cycles : mapping of str to float
+        Cycles per operation, one per :data:`OPERATION_CLASSES`.
+    energy_pj : mapping of str to float
+        Energy per operation in picojoules, one per :data:`OPERATION_CLASSES`.
+    overhead_pj_per_cycle : float
+        Energy per cycle not in ``energy_pj`` (instruction fetch, control,
+        leakage); 0 by default: set it from a datasheet (current per MHz
+        times voltage) for whole-chip estimates.
+    has_fpu : bool
+    source : str
+        Where the numbers come from.
+
+    Examples
+    --------
+    >>> p = get_profile("cortex-m0")
+    >>> p.word_bits, p.cycles["mul"], get_profile("cortex-m4").cycles["mul"]
+    (32, 32.0, 1.0)
+    """
+
+    name: str
+    description: str
+    word_bits: int
+    flash_bytes: int
+    ram_bytes: int
+    int_widths: tuple
+    clock_hz: float
+    cycles: object
+    energy_pj: object
+    overhead_pj_per_cycle: float = 0.0
+    has_fpu: bool = False
+    source: str = ""
+
+    def __post_init__(self):
+        _validate(self)
+
+    @property
+    def word_bytes(self):
+        """Bytes per native word."""
+        return self.word_bits // 8
+
+    def to_dict(self):
+        """The profile as a JSON-serialisable dict (what :func:`load_profile` reads)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["cycles"] = dict(self.cycles)
+        d["energy_pj"] = dict(self.energy_pj)
+        d["int_widths"] = list(self.int_widths)
+        return d
+
+    def with_overrides(self, **overrides):
+        """A copy with some fields replaced; ``cycles`` / ``energy_pj`` are merged
+        entry by entry (give only the operations that change)."""
+        return _apply_overrides(self, overrides, where="overrides")
+
+
+def _check_number(value, where, *, positive=False, integer=False):
+    if isinstance(value, bool) or not isinstance(value, (Integral, Real)) or \
+            not math.isfinite(float(value)):
+        raise ProfileError(f"{where} must be a finite number; got {value!r}")
+    if integer and float(value) != int(value):
+        raise ProfileError(f"{where} must be an integer; got {value!r}")
+    if (positive and value <= 0) or value < 0:
+        raise ProfileError(f"{where} must be {'> 0' if positive else '>= 0'}; got {value!r}")
+
+
+def _validate(p):
+    where = f"profile {p.name!r}"
+    if not isinstance(p.name, str) or not p.name:
+        raise ProfileError(f"profile name must be a non-empty str; got {p.name!r}")
+    if p.word_bits not in (8, 16, 32, 64) or isinstance(p.word_bits, bool):
+        raise ProfileError(f"{where}: word_bits must be 8, 16, 32 or 64; got {p.word_bits!r}")
+    for name in ("flash_bytes", "ram_bytes"):
+        _check_number(getattr(p, name), f"{where}: {name}", positive=True, integer=True)
+    _check_number(p.clock_hz, f"{where}: clock_hz", positive=True)
+    _check_number(p.overhead_pj_per_cycle, f"{where}: overhead_pj_per_cycle")
+    widths = tuple(p.int_widths)
+    if not widths or any(w not in (8, 16, 32, 64) or isinstance(w, bool) for w in widths):
+        raise ProfileError(f"{where}: int_widths must list widths among 8, 16, 32, 64; "
+                           f"got {p.int_widths!r}")
+    object.__setattr__(p, "int_widths", tuple(sorted(set(int(w) for w in widths))))
+    object.__setattr__(p, "flash_bytes", int(p.flash_bytes))
+    object.__setattr__(p, "ram_bytes", int(p.ram_bytes))
+    object.__setattr__(p, "clock_hz", float(p.clock_hz))
+    object.__setattr__(p, "overhead_pj_per_cycle", float(p.overhead_pj_per_cycle))
+    for table in ("cycles", "energy_pj"):
+        t = getattr(p, table)
+        if not hasattr(t, "items"):
+            raise ProfileError(f"{where}: {table} must be a mapping of operation class to "
+                               f"number; got {type(t).__name__}")
+        unknown = sorted(set(t) - set(OPERATION_CLASSES))
+        if unknown:
+            raise ProfileError(f"{where}: {table} has unknown operation class(es) {unknown}; "
+                               f"known: {list(OPERATION_CLASSES)}")
+        missing = [k for k in OPERATION_CLASSES if k not in t]
+        if missing:
+            raise ProfileError(f"{where}: {table} is missing {missing}")
+        for k, v in t.items():
+            _check_number(v, f"{where}: {table}[{k!r}]")
+        object.__setattr__(p, table, _freeze({k: float(t[k]) for k in OPERATION_CLASSES}))
+
+
+#: Cortex-M0 (ARMv6-M) cycle model: single-cycle ALU, 2-cycle loads (ARM
+#: Cortex-M0 TRM, "Instruction set summary"), flash one wait state at 48 MHz
+#: (3 cycles per flash word), the small iterative multiplier (32 cycles, the
+#: implementation option many low-cost parts use; 1 with the fast one),
+#: software popcount (~12 ALU ops), software float (~50/~60 cycles per
+#: add/multiply, order of magnitude for a soft-float library).
+CORTEX_M0 = DeviceProfile(
+    name="cortex-m0",
+    description="Cortex-M0 class microcontroller, 48 MHz, 32 KB flash, 4 KB RAM, no FPU",
+    word_bits=32, flash_bytes=32 * 1024, ram_bytes=4 * 1024, int_widths=(8, 16, 32),
+    clock_hz=48e6,
+    cycles={"add": 1, "compare": 1, "logic": 1, "mul": 32, "popcount": 12, "fadd": 50,
+            "fmul": 60, "load_ram": 2, "load_flash": 3},
+    energy_pj=_DEFAULT_ENERGY, has_fpu=False,
+    source="cycles: ARM Cortex-M0 TRM instruction timings (small multiplier option); "
+           "energy: Horowitz ISSCC 2014 45 nm table (defaults, override)",
+)
+
+#: Cortex-M4F (ARMv7E-M) cycle model: single-cycle ALU and 32-bit multiply,
+#: 2-cycle loads, flash reads through a prefetch/cache accelerator counted
+#: as 2 cycles, single-precision FPU (1-cycle add and multiply), software
+#: popcount (no popcount instruction in ARMv7-M).
+CORTEX_M4 = DeviceProfile(
+    name="cortex-m4",
+    description="Cortex-M4F class microcontroller, 80 MHz, 256 KB flash, 64 KB RAM, FPU",
+    word_bits=32, flash_bytes=256 * 1024, ram_bytes=64 * 1024, int_widths=(8, 16, 32),
+    clock_hz=80e6,
+    cycles={"add": 1, "compare": 1, "logic": 1, "mul": 1, "popcount": 12, "fadd": 1,
+            "fmul": 1, "load_ram": 2, "load_flash": 2},
+    energy_pj=_DEFAULT_ENERGY, has_fpu=True,
+    source="cycles: ARM Cortex-M4 TRM instruction timings; energy: Horowitz ISSCC 2014 "
+           "45 nm table (defaults, override)",
+)
+
+#: Built-in profiles by name.
+BUILTIN_PROFILES = MappingProxyType({p.name: p for p in (CORTEX_M0, CORTEX_M4)})
+
+_FIELD_NAMES = {f.name for f in fields(DeviceProfile)}
+
+
+def _apply_overrides(base, overrides, *, where):
+    unknown = sorted(set(overrides) - _FIELD_NAMES)
+    if unknown:
+        raise ProfileError(f"{where}: unknown profile field(s) {unknown}; "
+                           f"known: {sorted(_FIELD_NAMES)} (and 'base')")
+    values = {}
+    for k, v in overrides.items():
+        if k in ("cycles", "energy_pj"):
+            if not hasattr(v, "items"):
+                raise ProfileError(f"{where}: {k} must be a table of operation class to "
+                                   f"number; got {v!r}")
+            merged = dict(getattr(base, k))
+            bad = sorted(set(v) - set(OPERATION_CLASSES))
+            if bad:
+                raise ProfileError(f"{where}: {k} has unknown operation class(es) {bad}; "
+                                   f"known: {list(OPERATION_CLASSES)}")
+            merged.update(v)
+            values[k] = merged
+        else:
+            values[k] = v
+    return replace(base, **values)
+
+
+def get_profile(profile):
+    """A :class:`DeviceProfile` from a profile, a built-in name or a file path.
+
+    Examples
+    --------
+    >>> get_profile("cortex-m4").ram_bytes
+    65536
+    >>> get_profile("pdp-11")
+    Traceback (most recent call last):
+    ...
+    firmware_sim.profiles.ProfileError: unknown profile 'pdp-11': not a built-in profile (cortex-m0, cortex-m4) nor an existing .json/.toml file
+    """
+    if isinstance(profile, DeviceProfile):
+        return profile
+    return load_profile(profile)
+
+
+def load_profile(path_or_name):
+    """Load a profile: a built-in name, or a JSON/TOML file of overrides.
+
+    A file is a table of :class:`DeviceProfile` fields. With ``"base"`` (a
+    built-in name, default ``"cortex-m0"``) it only needs the fields that
+    change; ``cycles`` and ``energy_pj`` are merged entry by entry::
+
+        {"base": "cortex-m4", "name": "my-board", "ram_bytes": 20480,
+         "energy_pj": {"load_flash": 25.0}, "overhead_pj_per_cycle": 120.0}
+
+    Parameters
+    ----------
+    path_or_name : str or os.PathLike
+        ``"cortex-m0"``, ``"cortex-m4"``, or a ``.json`` / ``.toml`` path.
+
+    Returns
+    -------
+    DeviceProfile
+
+    Raises
+    ------
+    ProfileError
+        Unknown name, unreadable or malformed file, unknown field or
+        operation class, a number out of range (the message names the field).
+        TOML on Python 3.10 (no :mod:`tomllib`): use JSON there.
+    """
+    if isinstance(path_or_name, str) and path_or_name in BUILTIN_PROFILES:
+        return BUILTIN_PROFILES[path_or_name]
+    if not isinstance(path_or_name, (str, os.PathLike)):
+        raise TypeError(f"profile must be a DeviceProfile, a built-in name or a path; "
+                        f"got {type(path_or_name).__name__}")
+    path = Path(path_or_name)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".toml") or not path.is_file():
+        raise ProfileError(f"unknown profile {os.fspath(path_or_name)!r}: not a built-in "
+                           f"profile ({', '.join(BUILTIN_PROFILES)}) nor an existing "
+                           ".json/.toml file")
+    try:
+        if suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+        else:
+            if sys.version_info < (3, 11):
+                raise ProfileError(f"{path}: TOML profiles need Python >= 3.11 (tomllib); "
+                                   "write the profile as JSON instead")
+            import tomllib
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except ProfileError:
+        raise
+    except (OSError, ValueError) as exc:  # JSONDecodeError, TOMLDecodeError are ValueErrors
+        raise ProfileError(f"cannot read profile {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: a profile must be a table (JSON object); "
+                           f"got {type(data).__name__}")
+    data = dict(data)
+    base_name = data.pop("base", "cortex-m0")
+    if base_name not in BUILTIN_PROFILES:
+        raise ProfileError(f"{path}: base {base_name!r} is not a built-in profile "
+                           f"({', '.join(BUILTIN_PROFILES)})")
+    data.setdefault("name", path.stem)
+    data.setdefault("source", f"{path.name} over {base_name}")
+    try:
+        return _apply_overrides(BUILTIN_PROFILES[base_name], data, where=str(path))
+    except TypeError as exc:
+        raise ProfileError(f"{path}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------
+# Fit checks
+# --------------------------------------------------------------------------
+def _over(what, need, have):
+    over = need - have
+    return (f"{what} needs {need} bytes but the profile has {have} "
+            f"(over by {over} bytes, {100.0 * over / have:.1f}%)")
+
+
+def check_fits(profile, resources, container=None):
+    """Refuse an artifact that does not fit a device profile.
+
+    Parameters
+    ----------
+    profile : DeviceProfile or str
+    resources : dict
+        A runtime's ``resources()`` report (``flash_bytes``, ``ram_bytes``).
+    container : Container, optional
+        If given, every integer array must have a width the profile supports
+        (``int_widths``).
+
+    Returns
+    -------
+    dict
+        Headroom: ``flash_free_bytes``, ``ram_free_bytes`` (>= 0).
+
+    Raises
+    ------
+    DoesNotFitError
+        Naming every limit exceeded and by how much (bytes and percent).
+
+    Examples
+    --------
+    >>> check_fits("cortex-m0", {"flash_bytes": 30000, "ram_bytes": 100})
+    {'flash_free_bytes': 2768, 'ram_free_bytes': 3996}
+    >>> check_fits("cortex-m0", {"flash_bytes": 40000, "ram_bytes": 5000, "kind": "ecoc"})
+    Traceback (most recent call last):
+    ...
+    firmware_sim.profiles.DoesNotFitError: ecoc artifact does not fit profile 'cortex-m0': flash needs 40000 bytes but the profile has 32768 (over by 7232 bytes, 22.1%); RAM needs 5000 bytes but the profile has 4096 (over by 904 bytes, 22.1%)
+    """
+    p = get_profile(profile)
+    problems = []
+    for key, label, have in (("flash_bytes", "flash", p.flash_bytes),
+                             ("ram_bytes", "RAM", p.ram_bytes)):
+        if key not in resources:
+            raise ProfileError(f"resources report has no {key!r}; got keys {sorted(resources)}")
+        need = int(resources[key])
+        if need > have:
+            problems.append(_over(label, need, have))
+    if container is not None:
+        widest = max(p.int_widths)
+        for name, arr in container.arrays.items():
+            if arr.dtype.kind in "iu" and arr.dtype.itemsize * 8 not in p.int_widths:
+                problems.append(f"array {name!r} is {arr.dtype.name} but the profile's "
+                                f"integer widths are {list(p.int_widths)} (widest {widest})")
+    if problems:
+        kind = resources.get("kind")
+        what = f"{kind} artifact" if kind else "artifact"
+        raise DoesNotFitError(f"{what} does not fit profile {p.name!r}: "
+                              + "; ".join(problems))
+    return {"flash_free_bytes": p.flash_bytes - int(resources["flash_bytes"]),
+            "ram_free_bytes": p.ram_bytes - int(resources["ram_bytes"])}
+
+
+def load_for_profile(loader, source, profile):
+    """Load a device with ``loader(source)`` and refuse it unless it fits ``profile``.
+
+    Works with every runtime whose device has ``resources()`` (and,
+    optionally, ``container``): ``load_for_profile(load_protected_nb, path,
+    "cortex-m0")``.
+
+    Returns
+    -------
+    device
+        The loaded device, unchanged.
+
+    Raises
+    ------
+    DoesNotFitError
+        Flash, RAM or integer width over the profile's limits (by how much).
+
+    Examples
+    --------
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([4, -2, 3], -2, [1, 0, 2], 3)
+    >>> load_for_profile(lambda d: d, dev, "cortex-m0") is dev
+    True
+    >>> tiny = get_profile("cortex-m0").with_overrides(name="tiny", flash_bytes=64)
+    >>> load_for_profile(lambda d: d, dev, tiny)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    firmware_sim.profiles.DoesNotFitError: protected_nb artifact does not fit profile 'tiny': flash needs ... bytes but the profile has 64 (over by ... bytes, ...%)
+    """
+    device = loader(source)
+    check_fits(profile, device.resources(), getattr(device, "container", None))
+    return device
+
+
+# --------------------------------------------------------------------------
+# Cost estimates
+# --------------------------------------------------------------------------
+def operation_class(key):
+    """Operation class of an operation-count key (``"vote_additions"`` -> ``"add"``), or None."""
+    if key in OPERATION_CLASSES:
+        return key
+    for suffix, cls in _SUFFIX_CLASSES:
+        if key.endswith(suffix):
+            return cls
+    return None
+
+
+def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None):
+    """Cycles, time and energy of one inference on a profile.
+
+    Parameters
+    ----------
+    profile : DeviceProfile or str
+    resources : dict
+        A runtime's ``resources()`` report. Priced: every entry of
+        ``resources[ops_key]`` except ``"total"`` (by the suffix of its key:
+        ``*_additions`` -> add, ``*_comparisons`` -> compare, ``*_extractions``
+        / ``*_xors`` / ``*_shifts`` -> logic, ``*_multiplications`` -> mul,
+        ``*_popcounts`` -> popcount, ``*_loads`` -> load_ram, ``*_flash_loads``
+        -> load_flash), plus memory traffic: ``parameter_bytes`` read once
+        from flash, one word at a time, and the packed received bits
+        (``ram_breakdown["received_bits_packed"]``) read once from RAM.
+    ops_key : str
+        Where the operation counts are.
+    extra_ops : dict of str to int, optional
+        More counts by operation class or key.
+
+    Returns
+    -------
+    dict
+        ``cycles`` (float), ``time_s``, ``energy_pj`` (operations plus
+        ``overhead_pj_per_cycle * cycles``), ``by_class`` ({class: {"count",
+        "cycles", "energy_pj"}}), ``unpriced`` (keys with no class: not
+        counted, listed so nothing is dropped silently), ``profile``.
+
+    Examples
+    --------
+    >>> r = {"ops_per_inference": {"vote_additions": 9, "accumulate_additions": 3,
+    ...      "vote_comparisons": 3, "sign_comparisons": 1, "total": 16},
+    ...      "parameter_bytes": 22, "ram_breakdown": {"received_bits_packed": 2}}
+    >>> e = estimate("cortex-m0", r)
+    >>> e["by_class"]["add"]["count"], e["by_class"]["load_flash"]["count"], e["cycles"]
+    (12, 6, 36.0)
+    """
+    p = get_profile(profile)
+    counts = dict.fromkeys(OPERATION_CLASSES, 0)
+    unpriced = []
+    ops = dict(resources.get(ops_key, {}))
+    ops.update(extra_ops or {})
+    for key, n in ops.items():
+        if key == "total":
+            continue
+        cls = operation_class(key)
+        if cls is None:
+            unpriced.append(key)
+            continue
+        counts[cls] += int(n)
+    word = p.word_bytes
+    if "parameter_bytes" in resources:
+        counts["load_flash"] += -(-int(resources["parameter_bytes"]) // word)
+    rx = resources.get("ram_breakdown", {}).get("received_bits_packed")
+    if rx:
+        counts["load_ram"] += -(-int(rx) // word)
+    by_class = {}
+    cycles = energy = 0.0
+    for cls in OPERATION_CLASSES:
+        n = counts[cls]
+        if not n:
+            continue
+        c, e = n * p.cycles[cls], n * p.energy_pj[cls]
+        by_class[cls] = {"count": n, "cycles": c, "energy_pj": e}
+        cycles += c
+        energy += e
+    energy += p.overhead_pj_per_cycle * cycles
+    return {"profile": p.name, "cycles": cycles, "time_s": cycles / p.clock_hz,
+            "energy_pj": energy, "by_class": by_class, "unpriced": sorted(unpriced)}
+
+
+def annotate(resources, profile):
+    """``resources`` plus ``"estimate"`` (:func:`estimate`) and ``"fits"`` (headroom or
+    the reason it does not fit): the cost next to the operation counts.
+
+    Examples
+    --------
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([4, -2, 3], -2, [1, 0, 2], 3)
+    >>> r = annotate(dev.resources(), "cortex-m4")
+    >>> r["ops_per_inference"]["total"], r["estimate"]["cycles"], r["fits"]["ok"]
+    (16, 39.0, True)
+    """
+    out = dict(resources)
+    out["estimate"] = estimate(profile, resources)
+    try:
+        out["fits"] = {"ok": True, **check_fits(profile, resources)}
+    except DoesNotFitError as exc:
+        out["fits"] = {"ok": False, "reason": str(exc)}
+    return out

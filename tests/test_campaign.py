@@ -1,0 +1,289 @@
+"""Campaigns: seeds, JSON reports, the device protocol, analytic vs simulated."""
+
+import argparse
+import math
+import json
+
+import numpy as np
+import pytest
+
+from edgecode.datasets import load_house_votes
+from edgecode.naive_bayes import BinaryNaiveBayes
+from edgecode.redundancy import allocate_greedy
+from export.campaign import add_analytic, analytic_protected_nb, burst_vs_independent, \
+    format_campaign
+from export.cli import campaign as cli_campaign
+from export.naive_bayes import quantize_naive_bayes
+from firmware_sim import ProtectedNBDevice
+from firmware_sim.campaign import CampaignResult, run_campaign, wilson_interval
+from firmware_sim.faults import (
+    BSC,
+    Compose,
+    GilbertElliott,
+    Interleave,
+    ParameterUpset,
+    StuckAt,
+    copy_major_order,
+)
+
+
+@pytest.fixture(scope="module")
+def house_votes_device():
+    d = load_house_votes()
+    nb = BinaryNaiveBayes().fit(d.X, d.y)
+    plan = allocate_greedy(nb.decision_function(d.X), nb.flip_deltas(d.X), 0.1, 32,
+                           method="exact")
+    w, b, s, _ = quantize_naive_bayes(nb, d.X)
+    dev = ProtectedNBDevice.from_arrays(w, b, plan.repetitions, s,
+                                        meta={"dataset": "house_votes"})
+    return d, dev, plan
+
+
+class DuckDevice:
+    """The campaign protocol by delegation (no fast path): must give the same result."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.container = inner.container
+
+    def transmit(self, X):
+        return self.inner.transmit(X)
+
+    def predict(self, X):
+        return self.inner.predict(X)
+
+    def predict_bits(self, bits):
+        return self.inner.predict_bits(bits)
+
+
+def _small_device():
+    return ProtectedNBDevice.from_arrays([6, -4, 3, 5, -2], -2, [1, 0, 2, 1, 0], 1)
+
+
+def _X(t=40, n=5, seed=0):
+    return np.random.default_rng(seed).integers(0, 2, (t, n)).astype(np.uint8)
+
+
+# ---------------------------------------------------------------- closed forms
+def test_single_feature_matches_majority_failure():
+    dev = ProtectedNBDevice.from_arrays([2], -1, [2])          # label = x, 5 copies
+    res = run_campaign(dev, [[0], [1]], BSC(0.2), "eps", [0.0, 0.2, 0.4], 20000, seed=3,
+                       confidence=0.999)
+    for p in res.points:
+        e = p.value
+        fail = sum(math.comb(5, i) * e**i * (1 - e) ** (5 - i) for i in (3, 4, 5))
+        lo, hi = p.same_ci
+        assert lo <= 1 - fail <= hi
+
+
+def test_analytic_matches_simulation_under_bsc(house_votes_device):
+    d, dev, plan = house_votes_device
+    grid = [0.05, 0.1, 0.2]
+    res = run_campaign(dev, d.X, BSC(0.1), "eps", grid, 3000, seed=5, y=d.y, confidence=0.999)
+    add_analytic(res, dev, d.X, BSC(0.1), "eps", d.y)
+    assert res.notes["analytic_inside_ci"] == [True, True, True]
+    for p in res.points:
+        a = p.analytic
+        assert a["available"] and a["method"] == "exact"
+        lo, hi = p.accuracy_ci
+        assert lo <= a["accuracy"] <= hi
+    # the planner's own prediction at its planning eps is what the device sees
+    assert res.points[1].analytic["same_rate"] == pytest.approx(plan.mean_scp, abs=2e-4)
+    text = format_campaign(res)
+    assert "0.1" in text and "analytic" in text
+
+
+def test_random_stuck_lines_are_a_bsc_of_half_the_rate(house_votes_device):
+    d, dev, _ = house_votes_device
+    fault = StuckAt(rate=0.2)
+    a = analytic_protected_nb(dev, d.X, fault)
+    assert a["per_bit_eps"] == pytest.approx(0.1)
+    assert a["same_rate"] == pytest.approx(analytic_protected_nb(dev, d.X, BSC(0.1))["same_rate"])
+    res = run_campaign(dev, d.X, fault, n_trials=2000, seed=2, confidence=0.999)
+    lo, hi = res.points[0].same_ci
+    assert lo <= a["same_rate"] <= hi
+    both = analytic_protected_nb(dev, d.X, Compose([BSC(0.05), StuckAt(rate=0.1)]))
+    assert both["per_bit_eps"] == pytest.approx(0.9 * 0.05 + 0.05)
+
+
+def test_burst_has_no_closed_form_and_says_so(house_votes_device):
+    d, dev, _ = house_votes_device
+    ge = GilbertElliott.from_flip_rate(0.1, 4.0)
+    a = analytic_protected_nb(dev, d.X, ge)
+    assert not a["available"] and "no closed form" in a["reason"]
+    assert a["bsc_same_rate_at_mean_flip_rate"] == pytest.approx(
+        analytic_protected_nb(dev, d.X, BSC(0.1))["same_rate"])
+    assert not analytic_protected_nb(dev, d.X, ParameterUpset(count=1))["available"]
+
+
+def test_interleaving_restores_the_independent_prediction(house_votes_device):
+    # bursts of mean length 2 on a copy-major wire rarely hit two copies of a feature
+    d, dev, _ = house_votes_device
+    ge = GilbertElliott.from_flip_rate(0.1, 4.0)
+    grouped = run_campaign(dev, d.X, ge, n_trials=1500, seed=1).points[0]
+    spread = run_campaign(dev, d.X, Interleave(ge, copy_major_order(dev.copies)),
+                          n_trials=1500, seed=1).points[0]
+    assert grouped.same_ci[1] < spread.same_ci[0]
+
+
+# ---------------------------------------------------------------- seeds and protocol
+def test_same_seed_same_report_and_grid_points_are_independent():
+    dev, X = _small_device(), _X()
+    a = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=9)
+    b = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=9)
+    assert [p.same_per_point for p in a.points] == [p.same_per_point for p in b.points]
+    one = run_campaign(dev, X, BSC(0.1), "eps", [0.1], 300, seed=9)
+    assert one.points[0].same_per_point == a.points[0].same_per_point
+    c = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=10)
+    assert c.points[1].same_per_point != a.points[1].same_per_point
+
+
+@pytest.mark.parametrize("fault", [BSC(0.2), GilbertElliott(0.1, 0.3),
+                                   Compose([StuckAt(stuck1=[2]), BSC(0.05)])])
+def test_generic_protocol_equals_fast_path(fault):
+    dev, X = _small_device(), _X()
+    fast = run_campaign(dev, X, fault, n_trials=200, seed=4)
+    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, seed=4,
+                        loader=ProtectedNBDevice)
+    assert fast.points[0].same_per_point == slow.points[0].same_per_point
+
+
+def test_image_faults_reload_the_device():
+    dev, X = _small_device(), _X()
+    y = dev.predict(X)
+    none = run_campaign(dev, X, ParameterUpset(count=0), n_trials=20, seed=0, y=y)
+    assert none.points[0].same_rate == 1.0 and none.points[0].accuracy == 1.0
+    checked = run_campaign(dev, X, ParameterUpset(count=1, checked=True), n_trials=30, seed=0)
+    assert checked.points[0].refused == 30 and checked.points[0].same_rate == 0.0
+    # upsets only in the weights: never refused for low bits, the label can change
+    res = run_campaign(dev, X, ParameterUpset(count=1, arrays=["weights"]), "count", [1, 4],
+                       100, seed=1)
+    assert all(p.ci_trials == 100 for p in res.points)
+    assert res.points[0].same_rate < 1.0
+    assert res.points[1].same_rate <= res.points[0].same_rate + 0.05
+    duck = run_campaign(DuckDevice(dev), X, ParameterUpset(count=1, arrays=["weights"]),
+                        n_trials=50, seed=1, loader=ProtectedNBDevice)
+    base = run_campaign(dev, X, ParameterUpset(count=1, arrays=["weights"]), n_trials=50,
+                        seed=1)
+    assert duck.points[0].same_per_point == base.points[0].same_per_point
+    mixed = run_campaign(dev, X, Compose([ParameterUpset(count=0), BSC(0.0)]), n_trials=5)
+    assert mixed.points[0].same_rate == 1.0
+
+
+def test_campaign_input_errors():
+    dev, X = _small_device(), _X()
+    with pytest.raises(TypeError, match="lacks"):
+        run_campaign(object(), X, BSC(0.1))
+    with pytest.raises(TypeError, match="must be a firmware_sim.faults.Fault"):
+        run_campaign(dev, X, 0.1)
+    with pytest.raises(ValueError, match="n_trials must be >= 1"):
+        run_campaign(dev, X, BSC(0.1), n_trials=0)
+    with pytest.raises(ValueError, match="give param and grid together"):
+        run_campaign(dev, X, BSC(0.1), "eps")
+    with pytest.raises(ValueError, match="has no parameter"):
+        run_campaign(dev, X, BSC(0.1), "p", [0.1])
+    with pytest.raises(ValueError, match="y must have shape"):
+        run_campaign(dev, X, BSC(0.1), y=[0, 1])
+
+
+# ---------------------------------------------------------------- reports
+def test_json_report_round_trip(tmp_path):
+    dev, X = _small_device(), _X()
+    res = run_campaign(dev, X, GilbertElliott(0.1, 0.3), "p", [0.05, 0.1], 100, seed=1,
+                       y=dev.predict(X))
+    add_analytic(res, dev, X, GilbertElliott(0.1, 0.3), "p")
+    path = tmp_path / "report.json"
+    text = res.to_json(path)
+    back = CampaignResult.from_json(path)
+    assert back.to_dict() == res.to_dict() == json.loads(text)
+    assert CampaignResult.from_json(text).points[1].same_per_point == \
+        res.points[1].same_per_point
+    assert back.device["kind"] == "protected_nb" and "resources" in back.device
+    bad = json.loads(text)
+    bad["version"] = 99
+    with pytest.raises(ValueError, match="report version 99"):
+        CampaignResult.from_dict(bad)
+
+
+def test_wilson_matches_edgecode_helper():
+    from edgecode._stats import wilson_interval as ref
+    for k, n in ((0, 10), (3, 10), (500, 1000), (1000, 1000)):
+        lo, hi = ref(k, n, 0.99)
+        assert wilson_interval(k, n, 0.99) == pytest.approx((float(lo), float(hi)))
+
+
+def test_cli_campaign_writes_reports(tmp_path, house_votes_device):
+    _, dev, _ = house_votes_device
+    art = tmp_path / "hv.edgc"
+    art.write_bytes(dev.container.tobytes())
+    parser = argparse.ArgumentParser()
+    cli_campaign.register(parser.add_subparsers(dest="command"))
+    out = tmp_path / "c.json"
+    args = parser.parse_args(["campaign", str(art), "--fault", "burst", "--set",
+                              "mean_burst=3", "--param", "flip_rate", "--grid", "0.05,0.1",
+                              "--trials", "50", "--json", str(out), "--profile", "cortex-m0",
+                              "--max-points", "100"])
+    args.func(args)
+    rep = CampaignResult.from_json(out)
+    assert rep.param == "flip_rate" and rep.grid == [0.05, 0.1] and rep.n_points == 100
+    assert rep.device["profile"]["estimate"]["cycles"] > 0
+    tiny = tmp_path / "tiny.json"
+    tiny.write_text(json.dumps({"name": "tiny", "flash_bytes": 64}))
+    with pytest.raises(ValueError, match="does not fit profile 'tiny'"):
+        cli_campaign.run_campaign_cli(str(art), "bsc", {"eps": 0.1}, trials=10,
+                                      profile=str(tiny))
+
+
+def test_plot_campaign(tmp_path):
+    pytest.importorskip("matplotlib")
+    from export.campaign import plot_campaign
+    dev, X = _small_device(), _X()
+    res = run_campaign(dev, X, BSC(0.1), "eps", [0.05, 0.2], 100, seed=0)
+    add_analytic(res, dev, X, BSC(0.1), "eps")
+    path = plot_campaign(res, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path
+
+
+def test_burst_vs_independent_rows():
+    rows = burst_vs_independent(flip_rates=(0.1,), trials=60, interleave=False)
+    assert {(r["channel"], r["plan"]) for r in rows} == {
+        (c, p) for c in ("independent", "burst") for p in ("none", "uniform", "greedy")}
+    assert all((r["analytic"] is None) == (r["channel"] == "burst") for r in rows)
+
+
+# ---------------------------------------------------------------- Hamming decoding (ECOC)
+def _mc_hamming(code, eps, trials, seed, ties="first"):
+    rng = np.random.default_rng(seed)
+    code = np.asarray(code, np.uint8)
+    out = []
+    for i in range(code.shape[0]):
+        rx = code[i] ^ (rng.random((trials, code.shape[1])) < eps)
+        dist = (rx[:, None, :] != code[None]).sum(axis=2)
+        out.append((dist.argmin(axis=1) == i).sum())
+    return np.array(out)
+
+
+def test_hamming_exact_matches_monte_carlo_and_beats_the_bound():
+    from export.campaign import hamming_decoding_exact, hamming_guarantee
+    code = np.array([[0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0, 1], [0, 1, 1, 1, 1, 0, 0],
+                     [1, 0, 0, 1, 1, 1, 1], [1, 1, 0, 1, 0, 1, 0]])
+    eps, trials = 0.15, 20000
+    exact = hamming_decoding_exact(code, eps)
+    hits = _mc_hamming(code, eps, trials, 0)
+    for i, h in enumerate(hits):
+        lo, hi = wilson_interval(h, trials, 0.999)
+        assert lo <= exact[i] <= hi
+    g = hamming_guarantee(code, eps)
+    assert g["d_r"] == 3 and g["t"] == 1
+    assert np.all(exact >= g["p_guaranteed"] - 1e-12)
+    split = hamming_decoding_exact(code, eps, ties="split")
+    assert split.mean() <= exact.max() + 1e-12 and np.all(split > 0)
+    # a repetition code: exact equals the binomial tail, and the bound is tight
+    rep = hamming_decoding_exact([[0] * 5, [1] * 5], 0.2)
+    tail = sum(math.comb(5, k) * 0.2**k * 0.8 ** (5 - k) for k in range(3))
+    assert rep == pytest.approx([tail, tail])
+    assert hamming_guarantee([[0] * 5, [1] * 5], 0.2)["p_guaranteed"] == pytest.approx(tail)
+    with pytest.raises(ValueError, match="exact enumeration"):
+        hamming_decoding_exact(np.zeros((2, 25), int), 0.1)
+    with pytest.raises(ValueError, match="must be binary"):
+        hamming_guarantee([[0, 2], [1, 1]], 0.1)
