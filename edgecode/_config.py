@@ -45,3 +45,26 @@ SCP_APPROX_MAX_CELLS = 2 ** 26
 #: ``scp_monte_carlo``: trials are drawn in chunks of about this many
 #: (trial, feature) cells, bounding memory.
 SCP_MC_CHUNK_CELLS = 2 ** 22
+
+#: ``edgecode.hashing.SSBC``: with ``sigma="auto"`` the affinity scale is
+#: ``sigma_scale`` times the mean, over anchors, of the squared Euclidean
+#: distance to the anchor's ``SSBC_SIGMA_NEIGHBOR``-th nearest other anchor.
+SSBC_SIGMA_NEIGHBOR = 10
+
+#: ``edgecode.hashing``: rows per block when affinities or exact neighbours
+#: are computed in batches (bounds the temporary (block, m) float64 matrices).
+HASHING_BLOCK_ROWS = 4096
+
+#: ``edgecode.ecoc``: largest N**k Sylvester matrix the truncation rules draw
+#: rows and columns from (entries are computed from the indices, never
+#: materialised; this only bounds the index range searched).
+ECOC_MAX_SYLVESTER = 2 ** 24
+
+#: ``edgecode.ecoc`` adaptive truncation: distance-operation budget (about
+#: c^2 n + n^2 c per evaluated candidate) for the candidate windows and the
+#: hill climb; ~1e9 is about a second on one core.
+ECOC_ADAPTIVE_BUDGET = 2 * 10 ** 9
+
+#: ``edgecode.ecoc.exhaustive``: most classes for Dietterich's exhaustive code
+#: (2**(c-1) - 1 columns: 32767 at c = 16).
+ECOC_EXHAUSTIVE_MAX_CLASSES = 16

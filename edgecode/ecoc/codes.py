@@ -1,0 +1,647 @@
+"""Coding-matrix designs for ECOC ensembles, one entry point: :func:`make_code`.
+
+Symbols (fixed for all of ``edgecode.ecoc``): a matrix of shape
+(n_classes, n_columns), dtype int8 (int16 when N > 128 symbols); a used entry
+is in {0, ..., N-1} (binary codes use {0, 1}); the ternary "class not used
+by this learner" symbol is -1.  Distances count 1/2 where either entry is -1
+(see :mod:`edgecode.ecoc.quality`).
+"""
+
+import inspect
+import math
+
+import numpy as np
+
+from .._config import ECOC_EXHAUSTIVE_MAX_CLASSES, ECOC_MAX_SYLVESTER
+from .._validation import check_int
+from ._kernels.codes import _random_search
+from ._random import as_random_state
+from .annealing import annealed
+from .bch import bch_generator, bch_generator_matrix, bch_lengths
+from .quality import _code_key
+from .sylvester import is_prime, sylvester_entries, truncate
+
+__all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
+           "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed"]
+
+
+def _dtype(N):
+    return np.int8 if N <= 128 else np.int16
+
+
+def _check_classes(n_classes, low=2):
+    return check_int(n_classes, name="n_classes", low=low)
+
+
+def _check_columns(n_columns, default, *, limit=None, why=""):
+    if n_columns is None:
+        return default
+    n = check_int(n_columns, name="n_columns", low=1)
+    if limit is not None and n > limit:
+        raise ValueError(f"n_columns={n} is too large: {why} has at most {limit} columns")
+    return n
+
+
+def _check_N(N, *, prime):
+    N = check_int(N, name="N", low=2, high=32767)
+    if prime and not is_prime(N):
+        raise ValueError(f"N must be a prime for the N-ary Sylvester construction "
+                         f"(2, 3, 5, 7, 11, 13, ...); got N={N}")
+    return N
+
+
+def _stirling2_sum(c, N):
+    """Number of partitions of c classes into 2..N non-empty groups (distinct learners)."""
+    S = [[0] * (N + 1) for _ in range(c + 1)]
+    S[0][0] = 1
+    for i in range(1, c + 1):
+        for j in range(1, min(i, N) + 1):
+            S[i][j] = j * S[i - 1][j] + S[i - 1][j - 1]
+    return sum(S[c][j] for j in range(2, min(c, N) + 1))
+
+
+def _state(random_state):
+    rs = as_random_state(random_state)
+    return np.array([rs.randint(0, 2 ** 63 - 1, dtype=np.int64)], dtype=np.uint64)
+
+
+# ----------------------------------------------------------------- fixed designs
+
+
+def one_vs_all(n_classes, n_columns=None):
+    """One-vs-all: column j separates class j (entry 1) from the rest (0).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Must be c (the default) if given.
+
+    Returns
+    -------
+    ndarray of int8, shape (c, c)
+        The identity matrix.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import one_vs_all
+    >>> one_vs_all(3)
+    array([[1, 0, 0],
+           [0, 1, 0],
+           [0, 0, 1]], dtype=int8)
+    """
+    c = _check_classes(n_classes)
+    if n_columns is not None and check_int(n_columns, name="n_columns", low=1) != c:
+        raise ValueError(f"n_columns must be n_classes={c} for one_vs_all; got {n_columns}")
+    return np.eye(c, dtype=np.int8)
+
+
+def one_vs_one(n_classes, n_columns=None):
+    """One-vs-one (ternary): a column per pair i < j; class i is 0, class j is 1, others -1.
+
+    Columns in the order (0, 1), (0, 2), ..., (c-2, c-1), as scikit-learn's
+    ``OneVsOneClassifier`` (which labels class j as the positive one).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Must be c (c - 1) / 2 (the default) if given.
+
+    Returns
+    -------
+    ndarray of int8, shape (c, c (c - 1) / 2)
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import one_vs_one
+    >>> one_vs_one(3)
+    array([[ 0,  0, -1],
+           [ 1, -1,  0],
+           [-1,  1,  1]], dtype=int8)
+    """
+    c = _check_classes(n_classes)
+    n = c * (c - 1) // 2
+    if n_columns is not None and check_int(n_columns, name="n_columns", low=1) != n:
+        raise ValueError(f"n_columns must be c(c-1)/2 = {n} for one_vs_one; got {n_columns}")
+    M = np.full((c, n), -1, dtype=np.int8)
+    i, j = np.triu_indices(c, 1)
+    cols = np.arange(n)
+    M[i, cols] = 0
+    M[j, cols] = 1
+    return M
+
+
+def exhaustive(n_classes, n_columns=None):
+    """Dietterich and Bakiri's exhaustive code: all 2^(c-1) - 1 distinct learners.
+
+    Row 0 is all ones; row i >= 1 alternates runs of 2^(c-1-i) zeros and ones.
+    Every pair of rows is at distance 2^(c-2).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes, 2 <= c <= ``ECOC_EXHAUSTIVE_MAX_CLASSES`` (16).
+    n_columns : int, optional
+        Keep the first n_columns columns (default: all 2^(c-1) - 1).
+
+    Returns
+    -------
+    ndarray of int8, shape (c, n_columns)
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import exhaustive
+    >>> exhaustive(4)
+    array([[1, 1, 1, 1, 1, 1, 1],
+           [0, 0, 0, 0, 1, 1, 1],
+           [0, 0, 1, 1, 0, 0, 1],
+           [0, 1, 0, 1, 0, 1, 0]], dtype=int8)
+    """
+    c = _check_classes(n_classes)
+    if c > ECOC_EXHAUSTIVE_MAX_CLASSES:
+        raise ValueError(f"n_classes={c} is too many for the exhaustive code (2^(c-1) - 1 = "
+                         f"{2 ** (c - 1) - 1} columns); the limit is ECOC_EXHAUSTIVE_MAX_CLASSES="
+                         f"{ECOC_EXHAUSTIVE_MAX_CLASSES}. Use 'dense_random', 'nary' or 'bch'.")
+    full = 2 ** (c - 1) - 1
+    n = _check_columns(n_columns, full, limit=full, why=f"the exhaustive code for {c} classes")
+    j = np.arange(n)
+    M = np.empty((c, n), dtype=np.int8)
+    M[0] = 1
+    for i in range(1, c):
+        M[i] = (j >> (c - 1 - i)) & 1
+    return M
+
+
+# ----------------------------------------------------------------- random designs
+
+
+def _best_random(c, n, N, p_unused, n_draws, criterion, random_state):
+    crit = {"row": 0, "total": 1}
+    if criterion not in crit:
+        raise ValueError(f"criterion must be 'row' (d_r) or 'total' (d_T); got {criterion!r}")
+    n_draws = check_int(n_draws, name="n_draws", low=1)
+    best = np.empty((c, n), _dtype(N))
+    cur = np.empty((c, n), _dtype(N))
+    max_attempts = 20 * n_draws + 1000
+    valid, _ = _random_search(int(N), float(p_unused), n_draws, max_attempts, crit[criterion],
+                              _state(random_state), best, cur)
+    if valid == 0:
+        raise ValueError(
+            f"no valid {c} x {n} matrix in {max_attempts} random draws (every draw had equal "
+            "rows, a constant column or two equivalent columns); use more columns or another "
+            "design")
+    return best
+
+
+def dense_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", random_state=None):
+    """Best of ``n_draws`` random binary matrices (Allwein, Schapire and Singer's dense code).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Default ``ceil(10 log2 c)``, capped at 2^(c-1) - 1, the number of
+        distinct, non-complementary, non-constant columns (also the limit).
+    n_draws : int, default=100
+        Valid draws to compare.
+    criterion : {"row", "total"}, default="row"
+        Keep the draw with the largest d_r, or d_T = d_r + d_c; ties go to the
+        draw with fewer pairs at the minimum.
+    random_state : int, RandomState, Generator or None
+
+    Returns
+    -------
+    ndarray of int8, shape (c, n)
+        Never a duplicate, complementary or constant column, never two equal
+        rows.
+
+    Notes
+    -----
+    Each draw is built column by column: a column that is constant or equal
+    (or complementary) to an earlier one is redrawn, so every draw is valid
+    column-wise; a draw with two equal rows is discarded.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import dense_random, check_properties
+    >>> M = dense_random(6, random_state=0)
+    >>> M.shape, check_properties(M).valid
+    ((6, 26), True)
+    """
+    c = _check_classes(n_classes)
+    limit = 2 ** (c - 1) - 1 if c < 63 else None
+    default = math.ceil(10 * math.log2(c))
+    n = _check_columns(n_columns, default if limit is None else min(default, limit), limit=limit,
+                       why=f"a binary code for {c} classes (distinct non-constant, "
+                           "non-complementary columns)")
+    if n < 63 and c > 2 ** n:
+        raise ValueError(f"n_columns={n} is too small: {c} distinct binary rows need "
+                         f">= {math.ceil(math.log2(c))} columns")
+    return _best_random(c, n, 2, 0.0, n_draws, criterion, random_state)
+
+
+def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_unused=0.5,
+                  random_state=None):
+    """Best of ``n_draws`` random ternary matrices (Allwein, Schapire and Singer's sparse code).
+
+    Each entry is -1 (class not used) with probability ``p_unused``, else 0 or
+    1 with equal probability.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Default ``ceil(15 log2 c)``, capped at (3^c - 2^(c+1) + 1) / 2, the
+        number of distinct ternary learners (also the limit).
+    n_draws : int, default=100
+    criterion : {"row", "total"}, default="row"
+    p_unused : float, default=0.5
+        Probability of -1, in [0, 1).
+    random_state : int, RandomState, Generator or None
+
+    Returns
+    -------
+    ndarray of int8, shape (c, n)
+        Each column uses both 0 and 1; no two columns equal up to swapping 0
+        and 1 (same -1 positions); no two equal rows.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import sparse_random, check_properties
+    >>> M = sparse_random(5, random_state=0)
+    >>> M.shape, check_properties(M).valid, int(M.min())
+    ((5, 35), True, -1)
+    """
+    c = _check_classes(n_classes)
+    limit = (3 ** c - 2 ** (c + 1) + 1) // 2 if c < 40 else None
+    default = math.ceil(15 * math.log2(c))
+    n = _check_columns(n_columns, default if limit is None else min(default, limit), limit=limit,
+                       why=f"a ternary code for {c} classes (distinct learners using both 0 and "
+                           "1)")
+    if not isinstance(p_unused, (int, float)) or not 0 <= p_unused < 1:
+        raise ValueError(f"p_unused must be in [0, 1); got {p_unused!r}")
+    return _best_random(c, n, 2, float(p_unused), n_draws, criterion, random_state)
+
+
+def nary_random(n_classes, n_columns=None, N=3, *, n_draws=1000, criterion="total",
+                random_state=None):
+    """Best of ``n_draws`` random N-ary matrices by d_T (the seed 001 baseline).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Default c, capped at the number of distinct learners (partitions of
+        the classes into 2..N groups), which is also the limit.
+    N : int, default=3
+        Alphabet size >= 2 (any integer).
+    n_draws : int, default=1000
+    criterion : {"total", "row"}, default="total"
+    random_state : int, RandomState, Generator or None
+
+    Returns
+    -------
+    ndarray of int8 (int16 if N > 128), shape (c, n)
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import nary_random, total_distance
+    >>> M = nary_random(5, 5, N=3, n_draws=50, random_state=0)
+    >>> M.shape, total_distance(M) >= 5
+    ((5, 5), True)
+    """
+    c = _check_classes(n_classes)
+    N = _check_N(N, prime=False)
+    limit = _stirling2_sum(c, N) if c <= 64 else None
+    n = _check_columns(n_columns, c if limit is None else min(c, limit), limit=limit,
+                       why=f"a {N}-ary code for {c} classes (distinct learners)")
+    if n * math.log(N) < math.log(c):
+        raise ValueError(f"n_columns={n} is too small: {c} distinct {N}-ary rows need "
+                         f">= {math.ceil(math.log(c) / math.log(N))} columns")
+    return _best_random(c, n, N, 0.0, n_draws, criterion, random_state)
+
+
+# ----------------------------------------------------------------- Sylvester designs
+
+
+def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
+    """N-ary Sylvester code M_k(N) (seed 001) truncated to c x n.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Default c (square), capped at the number of distinct learners
+        (2^(c-1) - 1 for N = 2), which is also the limit.
+    N : int or list of int, default=3
+        Prime alphabet size (2 gives the binary Sylvester-Hadamard code).  A
+        list of primes (the alphabet sizes the learners can handle) lets the
+        design choose: each is built and the one with the best (validity,
+        d_T, fewest pairs at the minimum distances) is returned, the smaller
+        N on ties; its alphabet is ``M.max() + 1`` at most.
+    truncation : {"adaptive", "top_left"}, default="adaptive"
+        Which rows and columns of M_k(N) to keep (see
+        :func:`edgecode.ecoc.sylvester.truncate`).  ``"top_left"`` is the
+        seed's rule.
+    k : int, optional
+        Force the power k (N**k >= max(c, n)); default: chosen by the rule.
+
+    Returns
+    -------
+    ndarray of int8 (int16 if N > 128), shape (c, n)
+
+    Raises
+    ------
+    ValueError
+        N not prime; n_columns above the number of distinct learners or too
+        small for c distinct rows; N**k beyond ``ECOC_MAX_SYLVESTER``.
+
+    Notes
+    -----
+    ``M_k(N)[u, v] = sum_d M_1(N)[u_d, v_d] mod N`` over the base-N digits of
+    the row and column indices, with ``M_1(N)[i, j] = 2^{-1}(i + j - (i-j)^2)
+    mod N`` for odd N and ``i j mod 2`` for N = 2.  Every pair of rows and of
+    columns of the full matrix is at distance (N-1)/N N^k, so d_T = 2 (N-1)
+    N^(k-1).  Entries are computed from the indices; the N^k x N^k matrix is
+    never built.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import nary, row_distance, column_distance
+    >>> M = nary(9, 9, N=3, truncation="top_left")      # the full M_2(3)
+    >>> row_distance(M), column_distance(M)
+    (6.0, 6.0)
+    >>> int(nary(10, 5, N=[2, 3, 5]).max()) + 1          # chooses N = 5 here
+    5
+    """
+    c = _check_classes(n_classes)
+    if isinstance(N, (list, tuple)):
+        if not N:
+            raise ValueError("N must be a prime or a non-empty list of primes; got []")
+        primes = sorted({_check_N(v, prime=True) for v in N})
+        best, best_key = None, None
+        for p in primes:
+            try:
+                M = nary(c, n_columns, N=p, truncation=truncation, k=k)
+            except ValueError:
+                if len(primes) == 1:
+                    raise
+                continue
+            key = _code_key(M)
+            if best_key is None or key > best_key:
+                best, best_key = M, key
+        if best is None:
+            raise ValueError(f"no N in {primes} gives a valid {c}-class code with "
+                             f"n_columns={n_columns}")
+        return best.astype(_dtype(primes[-1]), copy=False)
+    N = _check_N(N, prime=True)
+    limit = _stirling2_sum(c, N) if c <= 64 else None
+    n = _check_columns(n_columns, c if limit is None else min(c, limit), limit=limit,
+                       why=f"a {N}-ary code for {c} classes (distinct learners: partitions of "
+                           f"the classes into 2..{N} groups)")
+    if n * math.log(N) < math.log(c) - 1e-12:
+        raise ValueError(f"n_columns={n} is too small: {c} distinct {N}-ary rows need "
+                         f">= {math.ceil(math.log(c) / math.log(N) - 1e-12)} columns")
+    if truncation not in ("adaptive", "top_left"):
+        raise ValueError(f"truncation must be 'adaptive' or 'top_left'; got {truncation!r}")
+    if k is not None:
+        k = check_int(k, name="k", low=1)
+    need = max(c, n)
+    if need > ECOC_MAX_SYLVESTER or (k is not None and N ** k > ECOC_MAX_SYLVESTER):
+        raise ValueError(f"n_classes/n_columns too large: the Sylvester matrix would exceed "
+                         f"ECOC_MAX_SYLVESTER={ECOC_MAX_SYLVESTER} rows")
+    rows, cols, kk = truncate(c, n, N, rule=truncation, k=k)
+    M = sylvester_entries(rows, cols, N, kk)
+    if truncation == "top_left":
+        _fix_equal_rows(M, N)
+    return M
+
+
+def _fix_equal_rows(M, N):
+    """The seed's repair: a row equal to an earlier one gets its first entry changed."""
+    c = M.shape[0]
+    for i in range(1, c):
+        for _ in range(N):
+            if not (M[:i] == M[i]).all(axis=1).any():
+                break
+            M[i, 0] = (M[i, 0] + 1) % N
+
+
+def hadamard(n_classes, n_columns=None, *, truncation="adaptive", k=None):
+    """Binary Sylvester-Hadamard (Walsh) code truncated to c x n: ``nary(..., N=2)``.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Default c, capped at 2^(c-1) - 1 (the limit: distinct,
+        non-complementary, non-constant columns).
+    truncation : {"adaptive", "top_left"}, default="adaptive"
+    k : int, optional
+        Force the power (2**k >= max(c, n)).
+
+    Returns
+    -------
+    ndarray of int8, shape (c, n)
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import hadamard, check_properties
+    >>> p = check_properties(hadamard(8, 8, truncation="top_left"))
+    >>> p.d_r, p.d_c, p.constant_columns      # the full Walsh matrix has one constant column
+    (4.0, 4.0, [0])
+    """
+    return nary(n_classes, n_columns, N=2, truncation=truncation, k=k)
+
+
+# ----------------------------------------------------------------- BCH
+
+
+def bch(n_classes, n_columns=None, *, t=None, n_draws=20, random_state=None):
+    """c codewords of a binary BCH code of length n = 2^m - 1 (Bose, Ray-Chaudhuri).
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes c >= 2.
+    n_columns : int, optional
+        Code length, one of 7, 15, 31, 63, 127, 255, 511, 1023; default the
+        smallest at least ``ceil(10 log2 c)``.
+    t : int, optional
+        Correctable errors; designed minimum distance 2t + 1.  Default: the
+        largest t whose code still has >= c codewords.
+    n_draws : int, default=20
+        Random sets of c distinct non-zero messages compared by d_T (any set
+        keeps d_r >= 2t + 1; the draw only improves the columns).
+    random_state : int, RandomState, Generator or None
+
+    Returns
+    -------
+    ndarray of int8, shape (c, n)
+        Rows are codewords; d_r >= 2t + 1.
+
+    Notes
+    -----
+    The generator polynomial ``g = lcm(m_1, ..., m_2t)`` is computed over
+    GF(2^m) (:mod:`edgecode.ecoc.bch`); codewords are ``message(x) g(x)``.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import bch, row_distance
+    >>> M = bch(10, 15, t=3, random_state=0)        # the (15, 5) code, d = 7
+    >>> M.shape, row_distance(M) >= 7
+    ((10, 15), True)
+    """
+    c = _check_classes(n_classes)
+    if n_columns is None:
+        want = math.ceil(10 * math.log2(c))
+        n = next((L for L in bch_lengths() if L >= want), bch_lengths()[-1])
+    else:
+        n = check_int(n_columns, name="n_columns", low=1)
+        if n not in bch_lengths():
+            raise ValueError(f"n_columns must be a BCH length 2^m - 1, one of {bch_lengths()}; "
+                             f"got {n}")
+    if t is None:
+        t = 0
+        for tt in range(1, (n - 1) // 2 + 1):
+            kdim = n - (bch_generator(n, tt).bit_length() - 1)
+            if 2 ** kdim - 1 >= c:
+                t = tt
+        if t == 0:
+            raise ValueError(f"n_classes={c} is too many for BCH length {n}: even t=1 "
+                             f"has only {2 ** (n - n.bit_length()) - 1} non-zero codewords")
+    else:
+        t = check_int(t, name="t", low=1, high=(n - 1) // 2)
+    G = bch_generator_matrix(n, t)
+    kdim = G.shape[0]
+    if 2 ** kdim - 1 < c:
+        raise ValueError(f"n_classes={c} is too many for the BCH({n}, {kdim}) code with t={t}: "
+                         f"it has {2 ** kdim - 1} non-zero codewords; use a smaller t or a "
+                         "longer code")
+    n_draws = check_int(n_draws, name="n_draws", low=1)
+    rs = as_random_state(random_state)
+    best, best_key = None, None
+    for _ in range(n_draws):
+        msgs = _distinct_messages(rs, c, kdim)
+        M = ((msgs.astype(np.int64) @ G.astype(np.int64)) % 2).astype(np.int8)
+        key = _code_key(M)
+        if best_key is None or key > best_key:
+            best, best_key = M, key
+    return best
+
+
+def _distinct_messages(rs, c, kdim):
+    """c distinct non-zero k-bit messages as a (c, k) 0/1 array."""
+    if kdim <= 62:
+        seen = set()
+        while len(seen) < c:
+            seen.update(int(v) for v in rs.randint(1, 2 ** kdim, size=c - len(seen),
+                                                     dtype=np.int64))
+        vals = np.array(sorted(seen)[:c], dtype=np.int64)
+        rs.shuffle(vals)
+        return ((vals[:, None] >> np.arange(kdim)) & 1).astype(np.uint8)
+    while True:
+        m = rs.randint(0, 2, size=(c, kdim)).astype(np.uint8)
+        if m.any(axis=1).all() and len(np.unique(m, axis=0)) == c:
+            return m
+
+
+# ----------------------------------------------------------------- entry point
+
+#: Design name -> (constructor, whether it takes the alphabet size N).
+DESIGNS = {
+    "one_vs_all": (one_vs_all, False),
+    "one_vs_one": (one_vs_one, False),
+    "exhaustive": (exhaustive, False),
+    "dense_random": (dense_random, False),
+    "sparse_random": (sparse_random, False),
+    "hadamard": (hadamard, False),
+    "nary": (nary, True),
+    "nary_random": (nary_random, True),
+    "bch": (bch, False),
+    "annealed": (annealed, False),
+}
+
+
+def make_code(design, n_classes, n_columns=None, N=2, random_state=None, **options):
+    """Build a coding matrix by design name.
+
+    Parameters
+    ----------
+    design : str
+        One of "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
+        "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed".
+    n_classes : int
+        Number of classes c (rows).
+    n_columns : int, optional
+        Number of learners n (columns).  Defaults: one_vs_all c; one_vs_one
+        c(c-1)/2; exhaustive 2^(c-1) - 1; dense_random, annealed
+        ceil(10 log2 c); sparse_random ceil(15 log2 c); hadamard, nary,
+        nary_random c; bch the smallest 2^m - 1 >= ceil(10 log2 c).
+    N : int, default=2
+        Alphabet size, for "nary" (a prime, or a list of primes to choose
+        from) and "nary_random"; every other design is binary (or ternary)
+        and needs N = 2.
+    random_state : int, RandomState, Generator or None
+        For the random designs (dense_random, sparse_random, nary_random,
+        bch, annealed); ignored by the deterministic ones.
+    **options
+        Passed to the design's constructor (e.g. ``truncation="top_left"``,
+        ``n_draws=10``, ``criterion="total"``, ``t=6``).
+
+    Returns
+    -------
+    M : ndarray of shape (n_classes, n_columns)
+        int8 (int16 if N > 128); used symbols in {0, ..., N-1}, -1 = class
+        not used by the learner (one_vs_one, sparse_random).
+
+    Raises
+    ------
+    ValueError
+        Unknown design (the message lists the valid ones), N != 2 for a
+        binary design, or bad arguments for the design.
+    TypeError
+        An option the design does not take.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc import make_code
+    >>> make_code("nary", 4, 3, N=3)
+    array([[2, 0, 1],
+           [0, 2, 1],
+           [2, 1, 0],
+           [1, 0, 2]], dtype=int8)
+    >>> make_code("hamming", 4)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown design 'hamming'; valid designs: one_vs_all, one_vs_one, ...
+    """
+    if not isinstance(design, str) or design not in DESIGNS:
+        raise ValueError(f"unknown design {design!r}; valid designs: {', '.join(DESIGNS)}")
+    fn, takes_N = DESIGNS[design]
+    params = inspect.signature(fn).parameters
+    for name in options:
+        if name not in params or name in ("n_classes", "n_columns", "N", "random_state"):
+            allowed = [p for p in params if p not in ("n_classes", "n_columns", "N",
+                                                      "random_state")]
+            raise TypeError(f"design {design!r} takes no option {name!r}; its options: "
+                            f"{', '.join(allowed) or 'none'}")
+    kwargs = dict(options)
+    if takes_N:
+        kwargs["N"] = N
+    else:
+        N = check_int(N, name="N", low=2)
+        if N != 2:
+            raise ValueError(f"design {design!r} is binary; N must be 2 (use 'nary' or "
+                             f"'nary_random' for N={N})")
+    if "random_state" in params:
+        kwargs["random_state"] = random_state
+    return fn(n_classes, n_columns, **kwargs)

@@ -1,0 +1,296 @@
+"""N-ary Sylvester matrices M_k(N) (seed 001) and their truncation to c x n.
+
+``M_k(N)[u, v] = sum_d M_1(N)[u_d, v_d] mod N`` with u, v the base-N digit
+vectors of the row and column indices (DESIGN.md).  Entries are computed from
+the indices, so a c x n piece costs O(c n k) time and O(c n) memory whatever
+N^k is.
+"""
+
+import math
+
+import numpy as np
+
+from .._config import ECOC_ADAPTIVE_BUDGET, ECOC_MAX_SYLVESTER
+from ._kernels.codes import (_canonical_rows, _pair_distances, _swap_climb,
+                             _sylvester_fill)
+
+__all__ = ["is_prime", "sylvester_base", "sylvester_entries", "truncate"]
+
+
+def is_prime(N):
+    """True when the integer N is prime (trial division; N is small here).
+
+    Examples
+    --------
+    >>> from edgecode.ecoc.sylvester import is_prime
+    >>> [p for p in range(15) if is_prime(p)]
+    [2, 3, 5, 7, 11, 13]
+    """
+    if N < 2:
+        return False
+    for p in range(2, math.isqrt(N) + 1):
+        if N % p == 0:
+            return False
+    return True
+
+
+def sylvester_base(N):
+    """The N x N base matrix M_1(N): ``i j mod 2`` for N = 2, else
+    ``2^{-1} (i + j - (i - j)^2) mod N`` (symmetric, rows at distance N - 1,
+    no constant column).
+
+    Examples
+    --------
+    >>> from edgecode.ecoc.sylvester import sylvester_base
+    >>> sylvester_base(3)
+    array([[0, 0, 2],
+           [0, 1, 1],
+           [2, 1, 2]])
+    """
+    i = np.arange(N)[:, None]
+    j = np.arange(N)[None, :]
+    if N == 2:
+        return (i * j) % 2
+    half = (N + 1) // 2                       # 2^{-1} mod N for odd N
+    return (half * ((i + j - (i - j) ** 2) % N)) % N
+
+
+def _dtype(N):
+    return np.int8 if N <= 128 else np.int16
+
+
+def sylvester_entries(rows, cols, N, k):
+    """The sub-matrix ``M_k(N)[rows][:, cols]`` computed entry by entry.
+
+    Parameters
+    ----------
+    rows, cols : array-like of int
+        Indices in [0, N**k).
+    N : int
+        Prime alphabet size.
+    k : int
+        Power; M_k(N) is N**k x N**k.
+
+    Returns
+    -------
+    ndarray of shape (len(rows), len(cols)), int8 (int16 if N > 128)
+
+    Examples
+    --------
+    >>> from edgecode.ecoc.sylvester import sylvester_entries
+    >>> sylvester_entries([0, 1, 2, 3], [0, 1, 2, 3], 2, 2)   # the Walsh matrix, 0/1
+    array([[0, 0, 0, 0],
+           [0, 1, 0, 1],
+           [0, 0, 1, 1],
+           [0, 1, 1, 0]], dtype=int8)
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    out = np.empty((rows.shape[0], cols.shape[0]), _dtype(N))
+    base = np.ascontiguousarray(sylvester_base(N), dtype=np.int64)
+    _sylvester_fill(rows, cols, base, int(N), int(k), out)
+    return out
+
+
+def _natural_k(N, size):
+    """Smallest k >= 1 with N**k >= size."""
+    k = 1
+    while N ** k < size:
+        k += 1
+    return k
+
+
+def _reversed_digits(K, N, k):
+    idx = np.arange(K, dtype=np.int64)
+    out = np.zeros(K, dtype=np.int64)
+    x = idx.copy()
+    for _ in range(k):
+        out = out * N + x % N
+        x //= N
+    return out
+
+
+def _violation_key(A):
+    """(-violations, d_T, -pairs at the minima) of a Sylvester piece (no -1 entries).
+
+    Violations: equal row pairs + constant columns + pairs of columns equal up
+    to a relabelling of symbols.  Distances as plain counts.
+    """
+    c, n = A.shape
+    AT = np.ascontiguousarray(A.T)
+    Dr = np.empty((c, c), np.int64)
+    _pair_distances(A, True, Dr)
+    Dc = np.empty((n, n), np.int64)
+    _pair_distances(AT, True, Dc)
+    iu_r, iu_c = np.triu_indices(c, 1), np.triu_indices(n, 1)
+    vr, vc = Dr[iu_r] // 2, Dc[iu_c] // 2
+    canon = np.empty_like(AT)
+    _canonical_rows(AT, canon)
+    E = np.empty((n, n), np.int64)
+    _pair_distances(canon, True, E)
+    viol = int((vr == 0).sum()) + int((A == A[0]).all(axis=0).sum()) + int((E[iu_c] == 0).sum())
+    dr = int(vr.min()) if c > 1 else 0
+    dc = int(vc.min()) if n > 1 else 0
+    cnt = (int((vr == dr).sum()) if c > 1 else 0) + (int((vc == dc).sum()) if n > 1 else 0)
+    return (-viol, dr + dc, -cnt)
+
+
+#: candidate window pairs evaluated per k even when over the budget
+_MIN_CANDIDATES = 2
+
+
+def _candidate_pairs(row_windows, col_windows):
+    """Window pairs, most promising first: matching kinds (scattered, top-left,
+    spread), then the remaining cross product."""
+    nr, nc = len(row_windows), len(col_windows)
+    first = [(nr - _SCATTERED, nc - _SCATTERED), (0, 0)]
+    first += [(nr - _SCATTERED + s, nc - _SCATTERED + s) for s in range(1, _SCATTERED)]
+    seen = set()
+    for i, j in first + [(i, j) for i in range(nr) for j in range(nc)]:
+        if 0 <= i < nr and 0 <= j < nc and (i, j) not in seen:
+            seen.add((i, j))
+            yield row_windows[i], col_windows[j]
+
+
+#: number of scattered (fixed-seed pseudo-random) index subsets among the candidates
+_SCATTERED = 3
+
+
+def _windows(K, N, k, size):
+    """Candidate index sets of ``size`` elements out of range(K), best guesses first."""
+    nat = np.arange(K, dtype=np.int64)
+    orders = [nat]
+    if k > 1:
+        orders.append(_reversed_digits(K, N, k))
+    starts = [0]
+    if K // N >= 1 and size <= K - K // N:
+        starts.append(K // N)           # skip the first coset (it holds index 0)
+    if K - size not in starts:
+        starts.append(K - size)
+    cands = [order[(s + np.arange(size)) % K] for order in orders for s in starts]
+    step = K // size
+    if step > 1:                        # evenly spread: every digit varies
+        cands += [(np.arange(size) * step + off) % K for off in (0, 1)]
+    if size < K:                        # scattered subsets (fixed seeds: deterministic)
+        for seed in range(_SCATTERED):
+            perm = np.random.default_rng(seed).permutation(K)
+            cands.append(np.sort(perm[:size]))
+    seen, out = set(), []
+    for sel in cands:
+        key = tuple(np.sort(sel))
+        if key not in seen:
+            seen.add(key)
+            out.append(np.ascontiguousarray(sel, dtype=np.int64))
+    return out
+
+
+def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
+    """Rows and columns of M_k(N) to keep for a c x n code, and k.
+
+    Parameters
+    ----------
+    n_classes, n_columns : int
+        Wanted shape (c, n).
+    N : int
+        Prime alphabet size.
+    rule : {"adaptive", "top_left"}, default="adaptive"
+        ``"top_left"``: the seed's rule -- the smallest k with N**k >= max(c, n),
+        rows 0..c-1 and columns 0..n-1 (two equal rows get the first entry of
+        the later one changed, as in the seed).  ``"adaptive"``: see Notes.
+    k : int, optional
+        Force the power (N**k must be >= max(c, n)).
+
+    Returns
+    -------
+    rows, cols : ndarray of int64
+        Indices into M_k(N).
+    k : int
+        The power used.
+
+    Notes
+    -----
+    The adaptive rule maximises the key (-violations, d_T, -pairs at the
+    minimum distances); violations are equal row pairs, constant columns and
+    pairs of columns equal up to a relabelling of symbols.  For k = k0 and
+    k0 + 1 (k0 the smallest power that fits; k0 + 2 too when N^(k0+1) < 64)
+    it scores candidate index sets for the rows and for the columns:
+
+    * windows of consecutive indices starting at 0 (the seed's top-left), at
+      N^(k-1) (a coset with the top digit fixed: avoids index 0) and at the
+      end, in natural and in digit-reversed order;
+    * evenly spread indices ``i * floor(N^k / size)``, so that every digit
+      varies (rows confined to fewer digits make columns equal up to a
+      relabelling: column pairs differing only in an unused digit are
+      shifts of each other);
+    * three scattered subsets from fixed seeds (deterministic).
+
+    For N = 2, column 0 (constant in a Walsh matrix) is left out when
+    n < 2^k.  Row/column pairs of matching kinds come first (the first
+    scattered pair and the top-left pair are always scored), then the cross
+    product while the budget ``ECOC_ADAPTIVE_BUDGET`` (operations; one
+    selection costs c^2 n + n^2 c) lasts.  The best pair of each k then goes
+    through a first-improvement hill climb (numba, ``_swap_climb``) that
+    swaps one kept row or column for an unused index while the key
+    improves, each swap evaluated incrementally in O(c^2 + n^2 + c n), with
+    the remaining budget split between the k; the best result is kept.
+    Deterministic: same arguments, same matrix.
+
+    Examples
+    --------
+    >>> from edgecode.ecoc.sylvester import truncate
+    >>> rows, cols, k = truncate(5, 3, 2, rule="top_left")
+    >>> rows.tolist(), cols.tolist(), k
+    ([0, 1, 2, 3, 4], [0, 1, 2], 3)
+    >>> rows, cols, k = truncate(5, 3, 2)
+    >>> len(rows), len(cols), 0 in cols.tolist()      # never the constant Walsh column 0
+    (5, 3, False)
+    """
+    c, n = n_classes, n_columns
+    k0 = _natural_k(N, max(c, n))
+    if k is not None:
+        if N ** k < max(c, n):
+            raise ValueError(f"k={k} gives a {N**k} x {N**k} matrix, smaller than the requested "
+                             f"{c} x {n}; use k >= {k0}")
+        ks = [k]
+    else:
+        ks = [k0] if rule == "top_left" else [k0, k0 + 1]
+        if rule != "top_left" and N ** (k0 + 1) < 64:      # tiny: one more power
+            ks.append(k0 + 2)
+    ks = [kk for kk in ks if N ** kk <= ECOC_MAX_SYLVESTER] or ks[:1]
+    if rule == "top_left":
+        kk = ks[0]
+        return np.arange(c, dtype=np.int64), np.arange(n, dtype=np.int64), kk
+    base = np.ascontiguousarray(sylvester_base(N), dtype=np.int64)
+    init = c * c * n + n * n * c + 1          # full evaluation of one selection
+    step = c * c + n * n + n * c + 1          # one incremental swap
+    budget = ECOC_ADAPTIVE_BUDGET
+    key = np.empty(3, np.int64)
+    starts = []                                   # best window pair per k
+    for kk in ks:
+        K = N ** kk
+        best = None
+        block0 = N == 2 and n <= K - 1          # column 0 of a Walsh matrix is constant
+        col_windows = ([w + 1 for w in _windows(K - 1, N, kk, n)] if block0
+                       else _windows(K, N, kk, n))
+        row_windows = _windows(K, N, kk, c)
+        done = 0
+        for rows, cols in _candidate_pairs(row_windows, col_windows):
+            if done >= _MIN_CANDIDATES and budget < init:
+                break
+            budget -= init
+            done += 1
+            cand = _violation_key(sylvester_entries(rows, cols, N, kk))
+            if best is None or cand > best[0]:
+                best = (cand, rows, cols, kk)
+        starts.append(best + (block0,))
+    final = None
+    share = max(budget, 0) // (step * len(starts))
+    for cand, rows, cols, kk, block0 in starts:
+        rows, cols = rows.copy(), cols.copy()
+        if share > 0:
+            _swap_climb(rows, cols, N ** kk, base, N, kk, share, key, block0)
+            cand = (-int(key[0]), int(key[1]), -int(key[2]))
+        if final is None or cand > final[0]:
+            final = (cand, rows, cols, kk)
+    _, rows, cols, kk = final
+    return rows, cols, kk
