@@ -18,13 +18,14 @@ from pathlib import Path
 
 from . import campaign as _campaign
 from . import codes as _codes
+from . import hashing as _hashing
 from . import naive_bayes as _nb
 from .naive_bayes import run_plan, run_simulate
 
 __all__ = ["main", "run_demo", "run_plan", "run_simulate"]
 
 #: Sub-command modules, in the order ``edgecode demo`` runs their stages.
-COMMAND_MODULES = (_nb, _codes, _campaign)
+COMMAND_MODULES = (_nb, _codes, _hashing, _campaign)
 
 
 def run_demo(out_dir=None, trials=2000, stream=None):
