@@ -1,0 +1,697 @@
+"""Error-correcting output codes over an alphabet of N symbols (seeds 001, 003).
+
+:class:`ECOCClassifier` trains one base learner per column of a coding matrix
+``M`` (c classes x n columns).  Entries are symbols ``0 .. N-1`` (binary codes
+use ``{0, 1}``); ``-1`` marks a class the column's learner does not see
+(ternary / sparse codes).  Column j merges the classes with equal symbol into
+superclasses: a binary column trains a two-class learner, an N-ary column an
+N-class learner on the superclasses, and a ternary column only on the rows
+of the classes it uses.
+
+Prediction runs every learner, giving a word of n symbols, and decodes it to
+the class whose codeword (row of ``M``) is nearest:
+
+* ``"hamming"`` -- hard symbols; the distance counts the used positions
+  where the symbols differ, plus 1/2 for every position the class does not
+  use (Allwein, Schapire & Singer 2000), so ``d(x, r) = #{j : M[r, j] >= 0,
+  s_j(x) != M[r, j]} + #{j : M[r, j] = -1} / 2``.  **Ties go to the lowest
+  class index** (the first row of ``M``, i.e. ``classes_[0]`` before
+  ``classes_[1]``).
+* ``"loss"`` -- loss-based decoding with the exponential loss on learner
+  margins: for a column whose learner gives scores ``z_s(x)`` over its
+  symbols (``decision_function``; else ``log predict_proba``; else the
+  one-hot of ``predict``), the margin of symbol s is ``z_s - max_{t != s}
+  z_t`` (a binary ``decision_function`` z gives margins ``+z`` for the
+  positive and ``-z`` for the negative symbol), clipped to [-30, 30], and
+  ``d(x, r) = sum_j exp(-margin_{M[r, j]})`` with ``exp(0) = 1`` for unused
+  entries.
+* ``"euclidean"`` -- as scikit-learn's ``OutputCodeClassifier``: a two-class
+  learner contributes its ``decision_function`` against codes ``-1 / +1``
+  (or ``predict_proba[:, 1]`` against ``0 / 1``), unused entries sit at the
+  midpoint (0, resp. 1/2); a learner with more classes contributes its
+  probability vector (or the one-hot of ``predict``) against the one-hot of
+  the symbol (unused: the uniform vector).
+
+Fast predict path (Hamming decoding): when every learner is linear
+(``LinearClassifierMixin``: logistic regression, linear SVM, SGD, ridge,
+perceptron; or ``MultinomialNB``), all of them are evaluated by **one stacked
+matrix product** ``X W + b``; when every learner is a decision tree, the trees
+are flattened into node arrays and walked by a numba kernel.  The symbols of
+a binary code are packed into uint64 words and decoded by popcount; N-ary
+symbols are compared directly.  Other learners are called once per batch.
+"""
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.naive_bayes import MultinomialNB
+from sklearn.tree import BaseDecisionTree
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._tags import get_tags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import feature_selection as _fs
+from ._kernels.predict import (
+    _hamming_packed,
+    _hamming_symbols,
+    _linear_symbols,
+    _pack_bits,
+    _tree_symbols,
+)
+
+__all__ = ["ECOCClassifier", "check_code_matrix"]
+
+#: Margins of loss-based decoding are clipped to [-MARGIN_CLIP, MARGIN_CLIP].
+MARGIN_CLIP = 30.0
+
+
+class _ConstantSymbol:
+    """Stand-in learner for a column whose used classes all share one symbol."""
+
+    def __init__(self, symbol):
+        self.classes_ = np.array([symbol])
+
+    def predict(self, X):
+        return np.full(X.shape[0], self.classes_[0])
+
+
+def check_code_matrix(code, n_classes=None, *, name="code"):
+    """Validate an explicit coding matrix; return it as int16 and its alphabet size.
+
+    Parameters
+    ----------
+    code : array-like of int, shape (n_classes, n_columns)
+        Entries ``-1`` (class unused by the column) or symbols ``0 .. N-1``.
+    n_classes : int, optional
+        Required number of rows.
+
+    Returns
+    -------
+    code : ndarray of int16, C-contiguous
+    n_symbols : int
+        ``max(2, code.max() + 1)``.
+
+    Raises
+    ------
+    ValueError
+        Wrong shape, non-integer entries, entries below -1 or above 32766, a
+        row that uses no column.
+
+    Examples
+    --------
+    >>> check_code_matrix([[0, 1], [1, -1], [2, 0]])[1]
+    3
+    """
+    try:
+        arr = np.asarray(code)
+    except Exception as exc:
+        raise TypeError(f"{name} must be a design name or an integer matrix; got "
+                        f"{type(code).__name__}") from exc
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must be a design name or an integer matrix; got dtype "
+                        f"{arr.dtype}")
+    if arr.ndim != 2 or arr.shape[0] < 2 or arr.shape[1] < 1:
+        raise ValueError(f"{name} must be a matrix of shape (n_classes >= 2, n_columns >= 1); "
+                         f"got shape {arr.shape}")
+    if n_classes is not None and arr.shape[0] != n_classes:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but y has {n_classes} classes; "
+                         "one codeword (row) per class is needed")
+    if not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        raise ValueError(f"{name} entries must be integers (-1 = unused, 0..N-1 = symbols)")
+    bad = (arr < -1) | (arr > 32766)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(f"{name}[{i}, {j}] must be -1 (unused) or a symbol in 0..32766; "
+                         f"got {arr[i, j]}")
+    out = np.ascontiguousarray(arr, dtype=np.int16)
+    empty = np.flatnonzero((out < 0).all(axis=1))
+    if empty.size:
+        raise ValueError(f"{name} row {empty[0]} uses no column (all -1): that class could "
+                         "never be predicted")
+    return out, max(2, int(out.max()) + 1)
+
+
+def _fit_column(estimator, X, y_idx, column, measure, k):
+    """Train the learner of one column; returns (learner, selected features or None)."""
+    target = column[y_idx]
+    rows = np.flatnonzero(target >= 0)
+    if rows.size != target.shape[0]:
+        X = X[rows]
+        target = target[rows]
+    symbols = np.unique(target)
+    idx = None
+    if measure is not None:
+        idx = _fs.select_top_k(X, target, measure, k)
+        X = X[:, idx]
+    if symbols.shape[0] == 1:
+        return _ConstantSymbol(symbols[0]), idx
+    return estimator.fit(X, target), idx
+
+
+def _column_X(X, idx):
+    return X if idx is None else X[:, idx]
+
+
+class ECOCClassifier(ClassifierMixin, BaseEstimator):
+    """Multi-class classifier from binary, ternary or N-ary error-correcting output codes.
+
+    Parameters
+    ----------
+    estimator : estimator object
+        Base learner with ``fit`` and ``predict``, cloned once per column.
+        Binary columns train it on two superclasses, N-ary columns on N.
+    code : str or array-like of shape (n_classes, n_columns), default="nary"
+        A design name of :func:`edgecode.ecoc.make_code` (``"one_vs_all"``,
+        ``"one_vs_one"``, ``"exhaustive"``, ``"dense_random"``,
+        ``"sparse_random"``, ``"hadamard"``, ``"nary"``, ``"nary_random"``,
+        ``"bch"``, ``"annealed"``) or an explicit matrix: row r is the
+        codeword of ``classes_[r]``, entries ``0 .. N-1`` or ``-1`` (unused).
+    n_columns : int or None, default=None
+        Code length for a design name (``None``: the design's default).
+        Ignored for an explicit matrix.
+    N : int, default=2
+        Alphabet size for a design name. For an explicit matrix the alphabet
+        is ``max(2, code.max() + 1)`` and ``N`` is ignored.
+    decoding : {"hamming", "loss", "euclidean"}, default="hamming"
+        How a word of learner outputs is mapped to a class (see Notes).
+    feature_selection : None or tuple (measure, K), default=None
+        Per-column feature selection (seed 003): ``measure`` in ``"chi2"``,
+        ``"ig"``, ``"delta"``; ``K`` an int (features kept) or a float in
+        (0, 1] (fraction of the features, rounded up). Each column keeps its
+        own top-K terms for its superclass split, scored on term presence
+        (``x != 0``); see :mod:`edgecode.ecoc.feature_selection`.
+    n_jobs : int or None, default=None
+        Columns trained in parallel through joblib (``None``: 1, ``-1``: all
+        cores, or any joblib backend in a ``parallel_config`` context).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the code design and, for base learners with a ``random_state``
+        left at ``None``, one derived seed per column.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    code_ : ndarray of int16, shape (n_classes, n_columns)
+        The coding matrix used (row r = codeword of ``classes_[r]``).
+    n_symbols_ : int
+        Alphabet size N of ``code_``.
+    estimators_ : list of n_columns fitted learners
+        Learner j predicts the symbol of column j (its ``classes_`` are the
+        symbols the column uses). A column whose used classes share one
+        symbol gets a constant learner (with a warning).
+    feature_indices_ : list of ndarray or None
+        Per column, the sorted feature indices its learner sees
+        (``None`` without feature selection).
+    fast_path_ : {"linear", "tree", "generic"}
+        How :meth:`predict` evaluates the learners (see Notes).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when fitted on a DataFrame with string column names.
+
+    See Also
+    --------
+    sklearn.multiclass.OutputCodeClassifier : random binary codes, Euclidean decoding.
+    edgecode.ecoc.feature_selection : the three selection measures.
+
+    Notes
+    -----
+    Seed 001 (N-ary ECOC, optimal N-ary Sylvester matrices) and seed 003
+    (ECOC for text with simulated-annealing codes and per-dichotomizer
+    feature selection). Decoding rules, including the tie rule (lowest class
+    index wins), are in the module docstring of
+    :mod:`edgecode.ecoc.classifier`.
+
+    With Hamming decoding :meth:`decision_function` returns ``-d(x, r)``
+    (negative distances, shape (n_samples, n_classes)); for two classes it
+    returns ``d(x, 0) - d(x, 1)`` (positive means ``classes_[1]``), as
+    scikit-learn expects of binary classifiers.
+
+    References
+    ----------
+    Dietterich & Bakiri, JAIR 2 (1995); Allwein, Schapire & Singer, JMLR 1
+    (2000).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from edgecode.ecoc.classifier import ECOCClassifier
+    >>> X = np.array([[0., 0], [0, 1], [5, 0], [5, 1], [0, 9], [1, 9]])
+    >>> y = np.array([0, 0, 1, 1, 2, 2])
+    >>> code = [[0, 0, 1], [1, 0, 0], [0, 1, 0]]      # one-vs-all, 3 columns
+    >>> clf = ECOCClassifier(LogisticRegression(), code=code).fit(X, y)
+    >>> clf.predict([[5, 0.5], [0.5, 8]]).tolist(), clf.fast_path_
+    ([1, 2], 'linear')
+    """
+
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"])],
+        "code": [str, "array-like"],
+        "n_columns": [None, Interval(Integral, 1, None, closed="left")],
+        "N": [Interval(Integral, 2, None, closed="left")],
+        "decoding": [StrOptions({"hamming", "loss", "euclidean"})],
+        "feature_selection": [None, tuple, list],
+        "n_jobs": [None, Integral],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, estimator, *, code="nary", n_columns=None, N=2, decoding="hamming",
+                 feature_selection=None, n_jobs=None, random_state=None):
+        self.estimator = estimator
+        self.code = code
+        self.n_columns = n_columns
+        self.N = N
+        self.decoding = decoding
+        self.feature_selection = feature_selection
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        base = get_tags(self.estimator)
+        tags.input_tags.sparse = base.input_tags.sparse
+        tags.input_tags.allow_nan = False
+        return tags
+
+    # ------------------------------------------------------------------ fit
+    def _selection(self):
+        fs = self.feature_selection
+        if fs is None:
+            return None, None
+        if len(fs) != 2:
+            raise ValueError("feature_selection must be None or a pair (measure, K), measure "
+                             f"in {_fs.MEASURES}; got {fs!r}")
+        measure, k = fs
+        if measure not in _fs.MEASURES:
+            raise ValueError(f"feature_selection measure must be one of {_fs.MEASURES}; "
+                             f"got {measure!r}")
+        return measure, _fs.resolve_k(k, self.n_features_in_)
+
+    def _make_code(self, n_classes, seed):
+        if isinstance(self.code, str):
+            from edgecode.ecoc import make_code  # the code designs (another module)
+            M = make_code(self.code, n_classes, self.n_columns, N=self.N, random_state=seed)
+            code, n_sym = check_code_matrix(M, n_classes, name=f"make_code({self.code!r})")
+            return code, max(n_sym, int(self.N))
+        return check_code_matrix(self.code, n_classes)
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Train one learner per column of the code.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype="numeric",
+                             ensure_all_finite=True)
+        check_classification_targets(y)
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes[0]!r}); ECOCClassifier needs "
+                             "at least two classes")
+        rng = check_random_state(self.random_state)
+        measure, k = self._selection()
+        code, n_sym = self._make_code(classes.shape[0], int(rng.randint(2**31 - 1)))
+        m = code.shape[1]
+        seeds = rng.randint(2**31 - 1, size=m)
+        if sp.issparse(X):
+            X = X.tocsr()
+        learners = []
+        for j in range(m):
+            est = clone(self.estimator)
+            params = est.get_params()
+            if "random_state" in params and params["random_state"] is None:
+                est.set_params(random_state=int(seeds[j]))
+            learners.append(est)
+        fitted = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_column)(learners[j], X, y_idx, code[:, j], measure, k)
+            for j in range(m))
+        const = [j for j, (e, _) in enumerate(fitted) if isinstance(e, _ConstantSymbol)]
+        if const:
+            warnings.warn(f"code columns {const[:10]} give every used class the same symbol; "
+                          "their learners are constant (they carry no information)",
+                          UserWarning)
+        rows, counts = np.unique(code, axis=0, return_counts=True)
+        if (counts > 1).any():
+            warnings.warn("code has identical rows: those classes cannot be told apart and "
+                          "the lowest class index wins", UserWarning)
+        self.classes_ = classes
+        self.code_ = code
+        self.n_symbols_ = n_sym
+        self.estimators_ = [e for e, _ in fitted]
+        self.feature_indices_ = [idx for _, idx in fitted]
+        self._build_fast_path()
+        return self
+
+    # ------------------------------------------------------- fast predict
+    def _build_fast_path(self):
+        code = self.code_
+        c, m = code.shape
+        self._unused2 = np.ascontiguousarray((code < 0).sum(axis=1), dtype=np.int64)
+        self._binary = self.n_symbols_ == 2
+        if self._binary:
+            w = (m + 63) // 64
+            self._code_packed = np.zeros((c, w), np.uint64)
+            self._used_packed = np.zeros((c, w), np.uint64)
+            _pack_bits(np.ascontiguousarray(code == 1, dtype=np.int16), self._code_packed)
+            _pack_bits(np.ascontiguousarray(code >= 0, dtype=np.int16), self._used_packed)
+        ests = self.estimators_
+        learners = [e for e in ests if not isinstance(e, _ConstantSymbol)]
+        cls_off, n_cls, classes = [], [], []
+        for e in ests:
+            cls_off.append(len(classes))
+            n_cls.append(len(e.classes_))
+            classes.extend(int(s) for s in e.classes_)
+        self._cls_off = np.asarray(cls_off, np.int64)
+        self._n_cls = np.asarray(n_cls, np.int64)
+        self._classes_flat = np.asarray(classes, np.int16)
+        if learners and all(_is_linear(e) for e in learners):
+            self._build_linear()
+            self.fast_path_ = "linear"
+        elif learners and all(_is_tree(e) for e in learners):
+            self._build_trees()
+            self.fast_path_ = "tree"
+        else:
+            self.fast_path_ = "generic"
+
+    def _build_linear(self):
+        d = self.n_features_in_
+        blocks, biases, out_off, n_out = [], [], [], []
+        pos = 0
+        for e, idx in zip(self.estimators_, self.feature_indices_):
+            out_off.append(pos)
+            if isinstance(e, _ConstantSymbol):
+                n_out.append(0)
+                continue
+            coef, intercept = _linear_params(e)
+            k = coef.shape[0]
+            full = np.zeros((d, k))
+            rows = np.arange(d) if idx is None else idx
+            full[rows] = coef.T
+            blocks.append(full)
+            biases.append(intercept)
+            n_out.append(k)
+            pos += k
+        self._lin_W = np.ascontiguousarray(np.hstack(blocks))
+        self._lin_b = np.concatenate(biases).astype(np.float64)
+        self._out_off = np.asarray(out_off, np.int64)
+        self._n_out = np.asarray(n_out, np.int64)
+
+    def _build_trees(self):
+        feat, thr, left, right, leaf, root = [], [], [], [], [], []
+        pos = 0
+        for e, idx in zip(self.estimators_, self.feature_indices_):
+            root.append(pos)
+            if isinstance(e, _ConstantSymbol):
+                feat.append(np.array([-1])), thr.append(np.zeros(1))
+                left.append(np.array([-1])), right.append(np.array([-1]))
+                leaf.append(np.array([e.classes_[0]]))
+                pos += 1
+                continue
+            t = e.tree_
+            f = t.feature.astype(np.int64)
+            internal = t.children_left >= 0
+            f = np.where(internal, f, -1)
+            if idx is not None:
+                f = np.where(internal, idx[np.maximum(f, 0)], -1)
+            feat.append(f)
+            thr.append(t.threshold.astype(np.float64))
+            left.append(np.where(internal, t.children_left + pos, -1))
+            right.append(np.where(internal, t.children_right + pos, -1))
+            leaf.append(e.classes_[np.argmax(t.value[:, 0, :], axis=1)].astype(np.int64))
+            pos += t.node_count
+        self._tree_feature = np.concatenate(feat).astype(np.int64)
+        self._tree_threshold = np.concatenate(thr)
+        self._tree_left = np.concatenate(left).astype(np.int64)
+        self._tree_right = np.concatenate(right).astype(np.int64)
+        self._tree_leaf = np.concatenate(leaf).astype(np.int16)
+        self._tree_root = np.asarray(root, np.int64)
+
+    def learner_arrays(self):
+        """The fitted learners as flat float arrays (what exporters quantize).
+
+        Returns
+        -------
+        dict
+            ``kind`` (``"linear"`` or ``"tree"``); ``col_classes`` (int16,
+            every column's learner symbols, concatenated) and ``col_n_classes``
+            (int64, (n_columns,)). Linear: ``weights`` (n_features, k),
+            ``bias`` (k,), ``n_out`` (n_columns,) -- column j's learner owns
+            the next ``n_out[j]`` scores (0: constant, 1: sign of one score,
+            else argmax). Tree: ``feature`` (-1 at leaves), ``threshold``
+            (float64; left iff ``float32(x) <= threshold``), ``left``,
+            ``right``, ``leaf`` (symbol at a leaf) per node and ``root``
+            (n_columns,).
+
+        Raises
+        ------
+        ValueError
+            If the learners are neither all linear nor all decision trees.
+        """
+        check_is_fitted(self)
+        base = {"col_classes": self._classes_flat.copy(), "col_n_classes": self._n_cls.copy()}
+        if self.fast_path_ == "linear":
+            return {"kind": "linear", "weights": self._lin_W.copy(),
+                    "bias": self._lin_b.copy(), "n_out": self._n_out.copy(), **base}
+        if self.fast_path_ == "tree":
+            return {"kind": "tree", "feature": self._tree_feature.copy(),
+                    "threshold": self._tree_threshold.copy(), "left": self._tree_left.copy(),
+                    "right": self._tree_right.copy(), "leaf": self._tree_leaf.copy(),
+                    "root": self._tree_root.copy(), **base}
+        names = sorted({type(e).__name__ for e in self.estimators_})
+        raise ValueError("learner_arrays needs linear learners (LinearClassifierMixin, "
+                         f"MultinomialNB) or decision trees; got {names}")
+
+    def _check_X(self, X):
+        """The input gate: a cheap path for a plain float64 array, else validate_data."""
+        if (type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64
+                and hasattr(self, "code_") and not hasattr(self, "feature_names_in_")
+                and X.shape[1] == self.n_features_in_ and X.shape[0] > 0
+                and np.isfinite(X).all()):
+            return X
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
+                             dtype="numeric", ensure_all_finite=True)
+
+    def predict_codewords(self, X):
+        """The learners' outputs: one symbol per column, shape (n_samples, n_columns), int16.
+
+        Uses the fast path (stacked linear scores or flattened trees) when
+        available; other learners are each called once on the whole batch.
+        """
+        X = self._check_X(X)
+        return self._symbols(X)
+
+    def _symbols(self, X):
+        n, m = X.shape[0], self.code_.shape[1]
+        sym = np.empty((n, m), np.int16)
+        path = self.fast_path_
+        if path == "linear":
+            scores = X @ self._lin_W
+            scores = np.ascontiguousarray(scores + self._lin_b)
+            _linear_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
+                            self._classes_flat, sym)
+        elif path == "tree" and not sp.issparse(X):
+            X32 = np.ascontiguousarray(X, dtype=np.float32)
+            _tree_symbols(X32, self._tree_feature, self._tree_threshold, self._tree_left,
+                          self._tree_right, self._tree_leaf, self._tree_root, sym)
+        else:
+            for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
+                sym[:, j] = e.predict(_column_X(X, idx))
+        return sym
+
+    def _hamming(self, sym):
+        """(labels as class indices, doubled distances) of learner outputs ``sym``."""
+        n = sym.shape[0]
+        c = self.code_.shape[0]
+        idx = np.empty(n, np.int64)
+        dist2 = np.empty((n, c), np.int64)
+        if self._binary:
+            packed = np.empty((n, self._code_packed.shape[1]), np.uint64)
+            _pack_bits(sym, packed)
+            _hamming_packed(packed, self._code_packed, self._used_packed, self._unused2,
+                            idx, dist2)
+        else:
+            _hamming_symbols(sym, self.code_, self._unused2, idx, dist2)
+        return idx, dist2
+
+    def decode(self, codewords):
+        """Hamming-nearest class of given learner outputs (e.g. after a noisy channel).
+
+        Parameters
+        ----------
+        codewords : array-like of int, shape (n_samples, n_columns)
+            Symbols ``0 .. N-1``, one per column.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``classes_`` entries; ties go to the lowest class index.
+        """
+        check_is_fitted(self)
+        sym = np.asarray(codewords)
+        m = self.code_.shape[1]
+        if sym.ndim != 2 or sym.shape[1] != m:
+            raise ValueError(f"codewords must have shape (n_samples, {m}); got {sym.shape}")
+        if not np.issubdtype(sym.dtype, np.integer) or sym.min(initial=0) < 0 \
+                or sym.max(initial=0) >= self.n_symbols_:
+            raise ValueError(f"codewords must hold integer symbols in 0..{self.n_symbols_ - 1}")
+        idx, _ = self._hamming(np.ascontiguousarray(sym, dtype=np.int16))
+        return self.classes_[idx]
+
+    # --------------------------------------------------------- decoding
+    def _distances(self, X):
+        """(class indices, distances (n, c) float64) under ``self.decoding``."""
+        if self.decoding == "hamming":
+            idx, dist2 = self._hamming(self._symbols(X))
+            return idx, dist2 / 2.0
+        if self.decoding == "loss":
+            dist = self._loss_distances(X)
+        else:
+            dist = self._euclidean_distances(X)
+        return np.argmin(dist, axis=1), dist
+
+    def _loss_distances(self, X):
+        code = self.code_
+        n, c = X.shape[0], code.shape[0]
+        dist = np.zeros((n, c))
+        for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
+            symbols = e.classes_
+            if symbols.shape[0] == 1:
+                margins = np.full((n, 1), MARGIN_CLIP)
+            else:
+                margins = _margins(_scores(e, _column_X(X, idx), symbols))
+            lookup = {int(s): t for t, s in enumerate(symbols)}
+            for r in range(c):
+                s = int(code[r, j])
+                if s < 0:
+                    dist[:, r] += 1.0
+                else:
+                    dist[:, r] += np.exp(-np.clip(margins[:, lookup[s]], -MARGIN_CLIP,
+                                                  MARGIN_CLIP))
+        return dist
+
+    def _euclidean_distances(self, X):
+        code = self.code_
+        n, c = X.shape[0], code.shape[0]
+        dist = np.zeros((n, c))
+        for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
+            symbols = e.classes_
+            Xj = _column_X(X, idx)
+            col = code[:, j]
+            if symbols.shape[0] == 1:
+                values = np.ones((n, 1))
+                targets = (col == symbols[0]).astype(float)[:, None]
+                targets[col < 0] = 1.0
+            elif symbols.shape[0] == 2:
+                if hasattr(e, "decision_function"):
+                    values = np.asarray(e.decision_function(Xj), float).reshape(n, 1)
+                    lo, mid = -1.0, 0.0
+                else:
+                    values = np.asarray(e.predict_proba(Xj), float)[:, 1:2]
+                    lo, mid = 0.0, 0.5
+                targets = np.where(col == symbols[1], 1.0, np.where(col < 0, mid, lo))[:, None]
+            else:
+                if hasattr(e, "predict_proba"):
+                    values = np.asarray(e.predict_proba(Xj), float)
+                else:
+                    pred = e.predict(Xj)
+                    values = (pred[:, None] == symbols[None, :]).astype(float)
+                targets = (col[:, None] == symbols[None, :]).astype(float)
+                targets[col < 0] = 1.0 / symbols.shape[0]
+            # ||values - target_r||^2 for every class r
+            dist += ((values[:, None, :] - targets[None, :, :]) ** 2).sum(axis=2)
+        return np.sqrt(dist)
+
+    # ------------------------------------------------------------ public
+    def predict(self, X):
+        """Class of the nearest codeword under ``decoding`` (ties: lowest class index).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        X = self._check_X(X)
+        idx, _ = self._distances(X)
+        return self.classes_[idx]
+
+    def decision_function(self, X):
+        """Negative decoding distances, shape (n_samples, n_classes).
+
+        For two classes, shape (n_samples,): ``d(x, classes_[0]) - d(x,
+        classes_[1])``, positive when ``classes_[1]`` is predicted.
+        """
+        X = self._check_X(X)
+        _, dist = self._distances(X)
+        if dist.shape[1] == 2:
+            return dist[:, 0] - dist[:, 1]
+        return -dist
+
+
+def _is_linear(e):
+    if isinstance(e, MultinomialNB):
+        return True
+    return isinstance(e, LinearClassifierMixin) and hasattr(e, "coef_") \
+        and np.ndim(e.intercept_) <= 1
+
+
+def _is_tree(e):
+    return isinstance(e, BaseDecisionTree) and hasattr(e, "classes_") \
+        and getattr(e, "n_outputs_", 1) == 1 and hasattr(e, "tree_")
+
+
+def _linear_params(e):
+    """(coef (k, d), intercept (k,)) whose argmax / sign is the learner's prediction."""
+    if isinstance(e, MultinomialNB):
+        coef, intercept = e.feature_log_prob_, e.class_log_prior_
+    else:
+        coef = np.asarray(e.coef_, dtype=np.float64)
+        intercept = np.broadcast_to(np.asarray(e.intercept_, dtype=np.float64),
+                                    (coef.shape[0],))
+    coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
+    if sp.issparse(coef):  # pragma: no cover - sparsified linear models
+        coef = coef.toarray()
+    return coef, np.asarray(intercept, dtype=np.float64).reshape(-1)
+
+
+def _scores(e, X, symbols):
+    """Per-symbol scores (n, k) for loss decoding."""
+    n = X.shape[0]
+    if hasattr(e, "decision_function"):
+        df = np.asarray(e.decision_function(X), dtype=np.float64)
+        if df.ndim == 1 or df.shape[1] == 1:
+            df = df.reshape(n)
+            return np.column_stack([-df / 2.0, df / 2.0])
+        return df
+    if hasattr(e, "predict_proba"):
+        with np.errstate(divide="ignore"):
+            return np.log(np.clip(np.asarray(e.predict_proba(X), dtype=np.float64),
+                                  1e-300, None))
+    pred = e.predict(X)
+    return (pred[:, None] == symbols[None, :]).astype(np.float64)
+
+
+def _margins(z):
+    """``margin[:, s] = z[:, s] - max_{t != s} z[:, t]``."""
+    k = z.shape[1]
+    out = np.empty_like(z)
+    for s in range(k):
+        others = np.delete(z, s, axis=1)
+        out[:, s] = z[:, s] - others.max(axis=1)
+    return out

@@ -1,0 +1,468 @@
+"""ECOC ensemble on the device: integer learners, noisy outputs, Hamming-nearest decoding.
+
+Fixed point
+-----------
+*Inputs.* Feature f is sent as the int16 ``q_f = clip(rint((x_f - center_f) *
+2**shift_f), -32767, 32767)`` (:func:`quantize_inputs`); the container holds
+``in_center`` (float64) and ``in_shift`` (int8) so the host side can produce
+``q``. A power-of-two scale keeps dyadic values (integers, halves, ...) exact.
+
+*Linear learners.* ``score_o = lin_bias[o] + sum_f q_f lin_weights[f, o]``
+with int16 inputs, int32 weights and an int64 accumulator (as a Q15 dot
+product with a 64-bit accumulator, e.g. CMSIS-DSP ``arm_dot_prod_q15``).
+A two-class learner owns one score: its second symbol iff score > 0; a
+learner with k >= 3 classes owns k scores: the first largest wins.
+
+*Trees.* Node arrays ``tree_feature`` (-1 at a leaf), ``tree_threshold``
+(int32, same fixed point as the inputs: go left iff ``q_f <= threshold``),
+``tree_left``/``tree_right`` (global node indices), ``tree_leaf`` (the
+symbol at a leaf); column j starts at ``tree_root[j]``.
+
+Decoding
+--------
+Column j outputs a symbol in ``0 .. N-1``. For a binary code (N = 2) the n
+output bits are packed into uint64 words (column j = bit j % 64 of word
+j // 64) and the doubled distance to class r is ``2 popcount((w ^ code_bits_r)
+& code_used_r) + unused_count_r``; for N > 2 the symbols are compared
+directly (``2 #{j used and unequal} + unused_count_r``). An unused (-1)
+entry counts 1/2. The smallest distance wins, **ties to the lowest class
+index**.
+
+Noisy compute
+-------------
+:meth:`ECOCDevice.simulate` corrupts each learner output independently with
+probability eps: a binary output bit is flipped (binary symmetric channel),
+an N-ary symbol is replaced by one of the other N - 1 symbols chosen
+uniformly.
+"""
+
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+
+from . import accounting
+from ._kernels.ecoc import (
+    _decode_packed,
+    _decode_symbols,
+    _linear_scores,
+    _pack,
+    _scores_to_symbols,
+    _tree_symbols,
+)
+from .artifact import Container, ContainerError, read_container
+from .channel import bsc, check_random_state
+
+__all__ = ["ECOCDevice", "ECOCSimulation", "load_ecoc", "make_ecoc_arrays",
+           "quantize_inputs", "LEARNER_KINDS", "Q_MAX"]
+
+KIND = "ecoc"
+#: learner kind code stored in ``learner_kind``
+LEARNER_KINDS = {"linear": 1, "tree": 2}
+_LEARNER_NAMES = {v: k for k, v in LEARNER_KINDS.items()}
+#: fixed-point inputs lie in [-Q_MAX, Q_MAX]
+Q_MAX = 32767
+
+
+def quantize_inputs(X, center, shift):
+    """Fixed-point inputs ``clip(rint((X - center) * 2**shift), -32767, 32767)`` as int16.
+
+    Examples
+    --------
+    >>> quantize_inputs([[0.0, 16.0], [3.0, 8.5]], [8.0, 8.0], [11, 11]).tolist()
+    [[-16384, 16384], [-10240, 1024]]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-dimensional (n_samples, n_features); got shape {X.shape}")
+    center = np.asarray(center, dtype=np.float64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if X.shape[1] != center.shape[0]:
+        raise ValueError(f"X has {X.shape[1]} features; the quantizer expects {center.shape[0]}")
+    if not np.isfinite(X).all():
+        raise ValueError("X must be finite (no NaN or inf)")
+    q = np.rint((X - center) * np.exp2(shift.astype(np.float64)))
+    return np.clip(q, -Q_MAX, Q_MAX).astype(np.int16)
+
+
+def _int_array(a, name, dtype, ndim):
+    arr = np.asarray(a)
+    if arr.ndim != ndim:
+        raise ContainerError(f"ecoc arrays: {name} must be {ndim}-dimensional; got shape "
+                             f"{arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ContainerError(f"ecoc arrays: {name} must hold integers; got dtype {arr.dtype}")
+    info = np.iinfo(dtype)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        raise ContainerError(f"ecoc arrays: {name} must fit {np.dtype(dtype).name}; got range "
+                             f"[{arr.min()}, {arr.max()}]")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _pack_rows(bits):
+    n, m = bits.shape
+    out = np.zeros((n, (m + 63) // 64), np.uint64)
+    _pack(np.ascontiguousarray(bits, dtype=np.int16), out)
+    return out
+
+
+def make_ecoc_arrays(code, col_classes, col_n_classes, in_center, in_shift, *, linear=None,
+                     tree=None):
+    """The named arrays of an ``ecoc`` container (validated), shared by exporter and device.
+
+    Parameters
+    ----------
+    code : int array (c, m)
+        Symbols ``0 .. N-1``, -1 = unused.
+    col_classes : int array (total,)
+        Learner symbols of every column, concatenated (sorted within a column).
+    col_n_classes : int array (m,)
+        How many symbols each column's learner has (1 = constant learner).
+    in_center : float array (d,), in_shift : int array (d,)
+        Input quantization (see :func:`quantize_inputs`).
+    linear : dict, optional
+        ``weights`` int32 (d, k), ``bias`` int64 (k,), ``n_out`` (m,) scores
+        per column (0 constant, 1 two-class, else = its class count).
+    tree : dict, optional
+        ``feature``, ``threshold``, ``left``, ``right``, ``leaf`` (nodes,) and
+        ``root`` (m,).
+
+    Returns
+    -------
+    dict of str to ndarray
+    """
+    if (linear is None) == (tree is None):
+        raise ContainerError("ecoc arrays: give exactly one of linear= or tree=")
+    code = _int_array(code, "code", np.int16, 2)
+    c, m = code.shape
+    if c < 2 or m < 1:
+        raise ContainerError(f"ecoc arrays: code must have >= 2 rows and >= 1 column; got "
+                             f"shape {code.shape}")
+    if code.min() < -1:
+        raise ContainerError("ecoc arrays: code entries must be -1 or symbols >= 0")
+    n_sym = max(2, int(code.max()) + 1)
+    n_cls = _int_array(col_n_classes, "col_n_classes", np.int32, 1)
+    classes = _int_array(col_classes, "col_classes", np.int16, 1)
+    if n_cls.shape != (m,) or n_cls.min() < 1 or int(n_cls.sum()) != classes.shape[0]:
+        raise ContainerError("ecoc arrays: col_n_classes must have one entry >= 1 per column "
+                             "summing to len(col_classes)")
+    if classes.min() < 0 or classes.max() >= n_sym:
+        raise ContainerError(f"ecoc arrays: col_classes must be symbols in 0..{n_sym - 1}")
+    center = np.ascontiguousarray(in_center, dtype=np.float64)
+    shift = _int_array(in_shift, "in_shift", np.int8, 1)
+    d = center.shape[0]
+    if center.ndim != 1 or shift.shape != (d,) or not np.isfinite(center).all():
+        raise ContainerError("ecoc arrays: in_center (finite) and in_shift must have shape "
+                             "(n_features,)")
+    cls_off = np.concatenate([[0], np.cumsum(n_cls)[:-1]]).astype(np.int32)
+    arrays = {
+        "code": code,
+        "unused_count": (code < 0).sum(axis=1).astype(np.int32),
+        "n_symbols": np.array([n_sym], np.int32),
+        "col_cls_offset": cls_off,
+        "col_n_cls": n_cls,
+        "col_classes": classes,
+        "in_center": center,
+        "in_shift": shift,
+    }
+    if n_sym == 2:
+        arrays["code_bits"] = _pack_rows(code == 1)
+        arrays["code_used"] = _pack_rows(code >= 0)
+    if linear is not None:
+        w = _int_array(linear["weights"], "lin_weights", np.int32, 2)
+        b = _int_array(linear["bias"], "lin_bias", np.int64, 1)
+        n_out = _int_array(linear["n_out"], "col_n_out", np.int32, 1)
+        if w.shape[0] != d or b.shape != (w.shape[1],) or n_out.shape != (m,) \
+                or int(n_out.sum()) != w.shape[1]:
+            raise ContainerError("ecoc arrays: lin_weights (d, k), lin_bias (k,) and "
+                                 "col_n_out (m,) summing to k are required")
+        arrays["learner_kind"] = np.array([LEARNER_KINDS["linear"]], np.uint8)
+        arrays["lin_weights"] = w
+        arrays["lin_bias"] = b
+        arrays["col_out_offset"] = np.concatenate([[0], np.cumsum(n_out)[:-1]]).astype(np.int32)
+        arrays["col_n_out"] = n_out
+    else:
+        arrays["learner_kind"] = np.array([LEARNER_KINDS["tree"]], np.uint8)
+        for key, dt in (("feature", np.int32), ("threshold", np.int32), ("left", np.int32),
+                        ("right", np.int32), ("leaf", np.int16)):
+            arrays["tree_" + key] = _int_array(tree[key], "tree_" + key, dt, 1)
+        arrays["tree_root"] = _int_array(tree["root"], "tree_root", np.int32, 1)
+    return arrays
+
+
+@dataclass
+class ECOCSimulation:
+    """Accuracy of the device under noisy learner outputs.
+
+    Attributes
+    ----------
+    eps : ndarray
+        The corruption probabilities simulated.
+    accuracy : ndarray
+        Mean accuracy (against ``y``) at each eps over all trials.
+    accuracy_std : ndarray
+        Standard deviation of the per-trial accuracy.
+    clean_accuracy : float
+        Accuracy without noise.
+    n_trials : int
+    """
+
+    eps: np.ndarray
+    accuracy: np.ndarray
+    accuracy_std: np.ndarray
+    clean_accuracy: float
+    n_trials: int
+
+
+class ECOCDevice:
+    """An ECOC ensemble as a microcontroller runs it (read from a container).
+
+    Use :func:`load_ecoc`. Inputs of :meth:`predict` are the int16 fixed-point
+    features (:meth:`quantize` makes them from floats). Labels are class
+    indices ``0 .. c-1`` (``meta["classes"]`` names them).
+    """
+
+    def __init__(self, container):
+        if not isinstance(container, Container):
+            raise TypeError(f"container must be a Container; got {type(container).__name__}")
+        if container.kind != KIND:
+            raise ContainerError(f"expected a container of kind {KIND!r}; got {container.kind!r}")
+        self.container = container
+        req = container.require
+        self.code = req("code", np.int16)
+        if self.code.ndim != 2:
+            raise ContainerError("ecoc container: array 'code' must be 2-dimensional")
+        c, m = self.code.shape
+        self.unused = req("unused_count", np.int32, (c,)).astype(np.int64)
+        self.n_symbols = int(req("n_symbols", np.int32, (1,))[0])
+        self._cls_off = req("col_cls_offset", np.int32, (m,)).astype(np.int64)
+        self._n_cls = req("col_n_cls", np.int32, (m,)).astype(np.int64)
+        self._classes = req("col_classes", np.int16)
+        if self._classes.shape != (int(self._n_cls.sum()),):
+            raise ContainerError("ecoc container: col_classes must have sum(col_n_cls) entries")
+        self.in_center = req("in_center", np.float64)
+        self.n_features = self.in_center.shape[0]
+        self.in_shift = req("in_shift", np.int8, (self.n_features,))
+        kind = int(req("learner_kind", np.uint8, (1,))[0])
+        if kind not in _LEARNER_NAMES:
+            raise ContainerError(f"ecoc container: learner_kind must be one of "
+                                 f"{sorted(_LEARNER_NAMES)}; got {kind}")
+        self.learner_kind = _LEARNER_NAMES[kind]
+        if self.n_symbols == 2:
+            w = (m + 63) // 64
+            self._code_bits = req("code_bits", np.uint64, (c, w))
+            self._code_used = req("code_used", np.uint64, (c, w))
+        if self.learner_kind == "linear":
+            self._w = req("lin_weights", np.int32, (self.n_features, None))
+            k = self._w.shape[1]
+            self._b = req("lin_bias", np.int64, (k,))
+            self._out_off = req("col_out_offset", np.int32, (m,)).astype(np.int64)
+            self._n_out = req("col_n_out", np.int32, (m,)).astype(np.int64)
+            if int(self._n_out.sum()) != k:
+                raise ContainerError("ecoc container: col_n_out must sum to lin_weights' columns")
+        else:
+            f = req("tree_feature", np.int32)
+            nn = f.shape[0]
+            self._tf = f
+            self._tt = req("tree_threshold", np.int32, (nn,))
+            self._tl = req("tree_left", np.int32, (nn,))
+            self._tr = req("tree_right", np.int32, (nn,))
+            self._leaf = req("tree_leaf", np.int16, (nn,))
+            self._root = req("tree_root", np.int32, (m,))
+            internal = f >= 0
+            if (f >= self.n_features).any() or ((self._tl[internal] < 0) |
+                                                (self._tl[internal] >= nn) |
+                                                (self._tr[internal] < 0) |
+                                                (self._tr[internal] >= nn)).any() \
+                    or (self._root < 0).any() or (self._root >= nn).any():
+                raise ContainerError("ecoc container: tree arrays reference a feature or node "
+                                     "out of range")
+        self.meta = container.meta
+
+    @property
+    def n_classes(self):
+        return self.code.shape[0]
+
+    @property
+    def n_columns(self):
+        return self.code.shape[1]
+
+    def __repr__(self):
+        return (f"ECOCDevice({self.learner_kind}, classes={self.n_classes}, "
+                f"columns={self.n_columns}, N={self.n_symbols}, features={self.n_features})")
+
+    # ------------------------------------------------------------ inputs
+    def quantize(self, X):
+        """Float features -> int16 fixed point with the container's quantizer."""
+        return quantize_inputs(X, self.in_center, self.in_shift)
+
+    def _check_q(self, q):
+        arr = np.asarray(q)
+        if arr.ndim != 2 or arr.shape[1] != self.n_features:
+            raise ValueError(f"q must have shape (n_samples, {self.n_features}); got {arr.shape}")
+        if arr.dtype != np.int16:
+            raise TypeError(f"q must be int16 fixed-point features (see quantize); got dtype "
+                            f"{arr.dtype}")
+        return np.ascontiguousarray(arr)
+
+    # --------------------------------------------------------- inference
+    def learner_outputs(self, q):
+        """Symbols of every learner on fixed-point inputs ``q``, shape (n, m), int16."""
+        q = self._check_q(q)
+        n, m = q.shape[0], self.n_columns
+        sym = np.empty((n, m), np.int16)
+        if self.learner_kind == "linear":
+            scores = np.empty((n, self._w.shape[1]), np.int64)
+            _linear_scores(q, self._w, self._b, scores)
+            _scores_to_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
+                               self._classes, sym)
+        else:
+            _tree_symbols(q, self._tf, self._tt, self._tl, self._tr, self._leaf, self._root,
+                          sym)
+        return sym
+
+    def decode(self, symbols):
+        """Hamming-nearest class index of learner outputs (ties: lowest index)."""
+        sym = np.asarray(symbols)
+        if sym.ndim != 2 or sym.shape[1] != self.n_columns:
+            raise ValueError(f"symbols must have shape (n_samples, {self.n_columns}); got "
+                             f"{sym.shape}")
+        sym = np.ascontiguousarray(sym, dtype=np.int16)
+        labels = np.empty(sym.shape[0], np.int64)
+        if self.n_symbols == 2:
+            words = np.empty((sym.shape[0], self._code_bits.shape[1]), np.uint64)
+            _pack(sym, words)
+            _decode_packed(words, self._code_bits, self._code_used, self.unused, labels)
+        else:
+            _decode_symbols(sym, self.code, self.unused, labels)
+        return labels
+
+    def predict(self, q):
+        """Class indices of fixed-point inputs ``q`` (int16, shape (n, n_features))."""
+        return self.decode(self.learner_outputs(q))
+
+    def corrupt(self, symbols, eps, random_state=None):
+        """Noisy compute: each output flipped (binary) or replaced by a uniformly random
+        other symbol (N-ary) with probability ``eps``."""
+        if isinstance(eps, bool) or not (0.0 <= float(eps) <= 1.0):
+            raise ValueError(f"eps must be in [0, 1]; got {eps!r}")
+        rng = check_random_state(random_state)
+        sym = np.asarray(symbols, dtype=np.int16)
+        if self.n_symbols == 2:
+            return bsc(sym, float(eps), random_state=rng).astype(np.int16)
+        hit = rng.random(sym.shape) < float(eps)
+        shift = rng.integers(1, self.n_symbols, size=sym.shape)
+        out = sym.copy()
+        out[hit] = ((sym[hit].astype(np.int64) + shift[hit]) % self.n_symbols).astype(np.int16)
+        return out
+
+    def simulate(self, q, y, eps, n_trials=10, random_state=None):
+        """Accuracy under noisy learner outputs at each eps (``n_trials`` passes each).
+
+        Parameters
+        ----------
+        q : int16 array (n, n_features)
+        y : int array (n,)
+            True class indices.
+        eps : float or sequence of float in [0, 1]
+        n_trials : int >= 1
+        random_state : None, int or numpy Generator
+
+        Returns
+        -------
+        ECOCSimulation
+        """
+        if isinstance(n_trials, bool) or not isinstance(n_trials, (Integral, np.integer)) \
+                or n_trials < 1:
+            raise ValueError(f"n_trials must be an integer >= 1; got {n_trials!r}")
+        rng = check_random_state(random_state)
+        y = np.asarray(y)
+        sym = self.learner_outputs(q)
+        if y.shape != (sym.shape[0],):
+            raise ValueError(f"y must have shape ({sym.shape[0]},); got {y.shape}")
+        clean = float(np.mean(self.decode(sym) == y))
+        eps_arr = np.atleast_1d(np.asarray(eps, dtype=np.float64))
+        acc, std = [], []
+        for e in eps_arr:
+            trial = [np.mean(self.decode(self.corrupt(sym, e, rng)) == y)
+                     for _ in range(int(n_trials))]
+            acc.append(np.mean(trial))
+            std.append(np.std(trial))
+        return ECOCSimulation(eps_arr, np.array(acc), np.array(std), clean, int(n_trials))
+
+    # -------------------------------------------------------- resources
+    def resources(self, X=None, y=None):
+        """Flash, RAM and operations of one inference.
+
+        Returns
+        -------
+        dict
+            ``flash_bytes`` (the container), ``parameter_bytes`` (arrays the
+            inference reads), ``ram_bytes`` (int16 inputs are read in place;
+            RAM holds the learner outputs -- packed bits for N = 2, one byte
+            per symbol otherwise -- the int64 scores of one learner at a time
+            for linear models, a node index, a distance and the best class),
+            ``ops_per_inference`` (multiply-accumulates, comparisons, node
+            visits (worst case: tree depth), XOR/AND/popcount words or symbol
+            compares, distance comparisons).
+        """
+        c, m = self.code.shape
+        names = ["code", "unused_count", "col_cls_offset", "col_n_cls", "col_classes"]
+        ops = {}
+        if self.n_symbols == 2:
+            names += ["code_bits", "code_used"]
+            w = self._code_bits.shape[1]
+            ops["decode_word_ops"] = 3 * c * w          # xor, and, popcount per word
+            out_bits = m
+        else:
+            ops["decode_symbol_compares"] = c * m
+            out_bits = 8 * m
+        if self.learner_kind == "linear":
+            names += ["lin_weights", "lin_bias", "col_out_offset", "col_n_out"]
+            k = self._w.shape[1]
+            ops["multiply_accumulates"] = self.n_features * k
+            ops["score_comparisons"] = int(sum(max(int(v), 1) for v in self._n_out))
+            scalars = {"scores_int64": 8 * int(self._n_out.max(initial=1)), "distance": 4,
+                       "best_class": 2}
+        else:
+            names += ["tree_feature", "tree_threshold", "tree_left", "tree_right", "tree_leaf",
+                      "tree_root"]
+            depth = self._depths()
+            ops["node_comparisons_worst"] = int(depth.sum())
+            scalars = {"node_index": 4, "distance": 4, "best_class": 2}
+        ops["distance_comparisons"] = c
+        ops["total"] = sum(ops.values())
+        ram = accounting.ram_model(out_bits, scalars=scalars)
+        return {
+            "kind": KIND,
+            "learner_kind": self.learner_kind,
+            "n_classes": c,
+            "n_columns": m,
+            "n_symbols": self.n_symbols,
+            "flash_bytes": self.container.nbytes,
+            "parameter_bytes": accounting.array_bytes(self.container, names),
+            **ram,
+            "ops_per_inference": ops,
+        }
+
+    def _depths(self):
+        """Depth (internal nodes on the longest root-leaf path) of each column's tree."""
+        out = np.zeros(self.n_columns, np.int64)
+        for j, r in enumerate(self._root):
+            stack = [(int(r), 0)]
+            best = 0
+            while stack:
+                node, dep = stack.pop()
+                if self._tf[node] < 0:
+                    best = max(best, dep)
+                else:
+                    stack.append((int(self._tl[node]), dep + 1))
+                    stack.append((int(self._tr[node]), dep + 1))
+            out[j] = best
+        return out
+
+
+def load_ecoc(source):
+    """Read and validate an ``ecoc`` container (path, bytes or Container) -> ECOCDevice."""
+    container = source if isinstance(source, Container) else read_container(source)
+    return ECOCDevice(container)
