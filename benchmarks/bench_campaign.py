@@ -12,11 +12,25 @@ bits per inference). Each task runs the same campaign twice in one process:
 * edgecode: ``firmware_sim.campaign.run_campaign`` (geometric skipping for the
   BSC, the numba Gilbert-Elliott kernel, the numba decode-and-accumulate loop).
 
-Times are medians of ``--repeats`` runs after a warm-up (JIT excluded); ``n``
-is the number of (point, trial) inferences per run. ECOC on pendigits is not
-here yet (its device runtime is being written separately).
+ECOC on pendigits (read from ``../shared/datasets/pendigits.csv.gz`` as
+``benchmarks/ecoc_robustness.py`` does; override the folder with
+EDGECODE_SHARED_DATA; official split, the 3498 test points are campaigned):
+decision trees (scikit-learn defaults, random_state 0) on a 20-column binary
+``dense_random`` code and a 20-column N = 3 ``nary`` code, exported to the
+device runtime and wrapped in ``firmware_sim.campaign.ECOCOutputs``; a BSC of
+eps = 0.1 on the learner outputs (N = 3: an event replaces the symbol by a
+uniformly random other one). The peer computes the clean learner outputs once
+with the same device, then per batch of trials draws the output errors with
+numpy (uniforms compared with eps; N-ary: plus uniform shifts 1..N-1) and
+decodes with numpy broadcasting (doubled Hamming distances to every row,
+``argmin``: ties to the lowest class index, as the device). Both time the
+learner outputs once plus ``--ecoc-trials`` noisy decodes of every point.
 
-Run:  python benchmarks/bench_campaign.py [--trials 2000] [--repeats 3] [--full]
+Times are medians of ``--repeats`` runs after a warm-up (JIT excluded); ``n``
+is the number of (point, trial) inferences per run.
+
+Run:  python benchmarks/bench_campaign.py [--trials 2000] [--ecoc-trials 200] [--repeats 3]
+                                          [--full] [--only nb|ecoc]
 """
 
 import argparse
@@ -32,7 +46,7 @@ from edgecode.datasets import load_house_votes  # noqa: E402
 from edgecode.naive_bayes import BinaryNaiveBayes  # noqa: E402
 from edgecode.redundancy import allocate_greedy  # noqa: E402
 from export.naive_bayes import quantize_naive_bayes  # noqa: E402
-from firmware_sim.campaign import run_campaign  # noqa: E402
+from firmware_sim.campaign import ECOCOutputs, run_campaign  # noqa: E402
 from firmware_sim.faults import BSC, GilbertElliott  # noqa: E402
 from firmware_sim.naive_bayes import ProtectedNBDevice  # noqa: E402
 
@@ -106,6 +120,51 @@ def numpy_campaign_burst(device, X, ge, trials, seed):
     return same
 
 
+def numpy_campaign_ecoc(device, q, eps, trials, seed):
+    """Plain numpy campaign of an ECOC device under independent output noise."""
+    rng = np.random.default_rng(seed)
+    out = device.learner_outputs(q).astype(np.int64)
+    code = device.code.astype(np.int64)
+    used = code >= 0
+    unused = (~used).sum(axis=1)
+    N = device.n_symbols
+
+    def decode(sym):
+        neq = (sym[..., None, :] != code) & used
+        return (2 * neq.sum(axis=-1) + unused).argmin(axis=-1)
+
+    clean = decode(out)
+    t, m = out.shape
+    same = np.zeros(t, np.int64)
+    per = max(1, BATCH_CELLS // (out.size * code.shape[0]))
+    for t0 in range(0, trials, per):
+        b = min(per, trials - t0)
+        hit = rng.random((b, t, m)) < eps
+        if N == 2:
+            rx = out[None] ^ hit
+        else:
+            rx = np.where(hit, (out[None] + rng.integers(1, N, (b, t, m))) % N, out[None])
+        same += (decode(rx) == clean).sum(axis=0)
+    return same
+
+
+def _ecoc_devices():
+    from ecoc_robustness import load_pendigits
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc import make_code
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from export.ecoc import export_ecoc
+
+    Xtr, ytr, Xte, yte = load_pendigits()
+    devs = {}
+    for name, M in (("binary20", make_code("dense_random", 10, 20, random_state=0)),
+                    ("nary3_20", make_code("nary", 10, 20, N=3, random_state=0))):
+        clf = ECOCClassifier(DecisionTreeClassifier(random_state=0), code=M).fit(Xtr, ytr)
+        devs[name] = export_ecoc(clf, Xtr).device
+    return devs, Xte
+
+
 def _device():
     d = load_house_votes()
     nb = BinaryNaiveBayes().fit(d.X, d.y)
@@ -119,13 +178,46 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--full", action="store_true", help="20000 trials, 5 repeats")
+    ap.add_argument("--ecoc-trials", type=int, default=200)
+    ap.add_argument("--full", action="store_true", help="20000 (ECOC 2000) trials, 5 repeats")
+    ap.add_argument("--only", choices=["nb", "ecoc"], help="run one family of tasks")
     args = ap.parse_args(argv)
     if args.full:
-        args.trials, args.repeats = 20000, 5
+        args.trials, args.ecoc_trials, args.repeats = 20000, 2000, 5
+    print(f"# machine: {machine()}")
+    rows = []
+    if args.only != "ecoc":
+        rows += _nb_rows(args)
+    if args.only != "nb":
+        rows += _ecoc_rows(args)
+    print_table(["task", "n", "peer_s", "edgecode_s", "ratio"], rows)
+
+
+def _ecoc_rows(args):
+    devs, Xte = _ecoc_devices()
+    T = args.ecoc_trials
+    print(f"# pendigits ECOC: {len(Xte)} test points, decision trees, 20 learners, "
+          f"BSC eps 0.1 on the learner outputs, {T} trials, median of {args.repeats}")
+    rows = []
+    for name, dev in devs.items():
+        q = dev.quantize(Xte)
+        a = ECOCOutputs(dev)
+        ours = run_campaign(a, q, BSC(0.1), n_trials=T, seed=0).points[0].same_rate
+        peer = numpy_campaign_ecoc(dev, q, 0.1, T, 1).sum() / (len(q) * T)
+        print(f"# {name} (N={dev.n_symbols}): same-classification rate at eps 0.1: "
+              f"edgecode {ours:.5f}, numpy {peer:.5f}")
+        t_peer = median_time(lambda: numpy_campaign_ecoc(dev, q, 0.1, T, 0),
+                             repeats=args.repeats, warmup=1)
+        t_ours = median_time(lambda: run_campaign(a, q, BSC(0.1), n_trials=T, seed=0),
+                             repeats=args.repeats, warmup=1)
+        rows.append([f"ecoc_pendigits_{name}_trees_bsc_eps0.1", len(q) * T, t_peer, t_ours,
+                     t_peer / t_ours])
+    return rows
+
+
+def _nb_rows(args):
     d, dev = _device()
     X = d.X
-    print(f"# machine: {machine()}")
     print(f"# house votes: {len(X)} points, {dev.total_bits} channel bits per inference, "
           f"median of {args.repeats}; n = points x trials")
     T = args.trials
@@ -152,7 +244,7 @@ def main(argv=None):
         t_peer = median_time(peer_fn, repeats=args.repeats, warmup=1)
         t_ours = median_time(ours_fn, repeats=args.repeats, warmup=1)
         rows.append([name, len(X) * trials, t_peer, t_ours, t_peer / t_ours])
-    print_table(["task", "n", "peer_s", "edgecode_s", "ratio"], rows)
+    return rows
 
 
 if __name__ == "__main__":

@@ -16,12 +16,22 @@ Device protocol (what a runtime needs to be campaigned)::
     device.container        -> Container the device was loaded from
                                (only for image faults, with ``loader``)
 
-``ProtectedNBDevice`` has all four. An ECOC device whose ``transmit`` returns
-its learners' outputs and whose ``predict_bits`` decodes them, or an SSBC
-device (image faults on its code table), plugs in the same way. Bit faults
-act on ``transmit``'s output; image faults act on ``device.container`` and
-the campaign re-loads the device from the faulty image with
-``loader(container)`` (default ``type(device)(container)``).
+``ProtectedNBDevice`` has all four. :class:`ECOCOutputs` wraps an ECOC
+device (the wire is its learners' outputs, ``predict_bits`` decodes them) and
+:class:`SSBCCodes` an SSBC device (the wire is the computed code, decoded by
+the k-NN vote against the stored table; image faults hit the table). Bit
+faults act on ``transmit``'s output; image faults act on ``device.container``
+and the campaign re-loads the device from the faulty image with
+``loader(container)`` (default ``type(device)(container)``; both adapters
+accept a container).
+
+Symbols on the wire. A device with ``wire_symbols = N > 2`` (an N-ary ECOC
+ensemble) transmits symbols ``0 .. N-1`` instead of bits. A bit fault then
+acts on an all-zero *event* frame of the same shape, and every position it
+sets is an event: that symbol is replaced by one of the other ``N - 1``
+symbols chosen uniformly (what ``ECOCDevice.corrupt`` does). Only additive
+faults (BSC, burst, their interleavings and compositions) have this meaning;
+a stuck line has no symbol meaning and is refused.
 
 Imports numpy only (plotting and analytic predictions live in
 ``export.campaign``).
@@ -38,13 +48,15 @@ import numpy as np
 
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.faults import _nb_sparse_outcomes
-from .artifact import ContainerError
+from .artifact import Container, ContainerError
 from .channel import _BLOCK_BITS, check_bits
 from .faults import Compose, Fault
+from .ecoc import ECOCDevice
 from .naive_bayes import ProtectedNBDevice
+from .ssbc import SSBCDevice
 
 __all__ = ["run_campaign", "CampaignResult", "CampaignPoint", "wilson_interval",
-           "REPORT_VERSION"]
+           "REPORT_VERSION", "ECOCOutputs", "SSBCCodes"]
 
 #: Version of the JSON report layout.
 REPORT_VERSION = 1
@@ -200,6 +212,103 @@ def _json_default(o):
     raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
 
 
+class ECOCOutputs:
+    """An ECOC device in campaigns: the faults act on its learners' outputs.
+
+    ``transmit(X)`` is the learner outputs (one bit per column for a binary
+    or ternary code, whose learners answer 0/1; one symbol per column for an
+    N-ary code, see the module docstring), ``predict_bits`` is the device's
+    Hamming-nearest decoding (ties to the lowest class index) and
+    ``predict`` its clean label. So a BSC of flip probability eps on the wire
+    is exactly ``ECOCDevice.corrupt(outputs, eps)``: noisy computation of the
+    learners, not of the inputs.
+
+    Parameters
+    ----------
+    device : ECOCDevice or Container
+        A container is loaded (so ``type(adapter)`` is a campaign loader for
+        parameter upsets).
+
+    Notes
+    -----
+    Inputs ``X``: int16 arrays are taken as fixed-point features (what
+    ``ECOCDevice.predict`` takes); anything else is quantized with the
+    container's quantizer (``ECOCDevice.quantize``).
+    """
+
+    def __init__(self, device):
+        if isinstance(device, Container):
+            device = ECOCDevice(device)
+        if not isinstance(device, ECOCDevice):
+            raise TypeError(f"ECOCOutputs wraps an ECOCDevice or an ecoc Container; got "
+                            f"{type(device).__name__}")
+        self.device = device
+        self.container = device.container
+        self.wire_symbols = int(device.n_symbols)
+
+    def __repr__(self):
+        return f"ECOCOutputs({self.device!r})"
+
+    def _q(self, X):
+        X = np.asarray(X)
+        return X if X.dtype == np.int16 else self.device.quantize(X)
+
+    def transmit(self, X):
+        return self.device.learner_outputs(self._q(X)).astype(np.uint8)
+
+    def predict(self, X):
+        return self.device.predict(self._q(X))
+
+    def predict_bits(self, bits):
+        return self.device.decode(bits)
+
+    def resources(self):
+        return self.device.resources()
+
+
+class SSBCCodes:
+    """An SSBC device with a labelled code table in campaigns.
+
+    ``transmit(X)`` is the fixed-point code bits the device computes,
+    ``predict_bits`` the k-NN vote of given code bits against the stored
+    table, ``predict`` the clean k-NN label. Bit faults hit the computed code
+    (``predict_noisy(eps_bits=...)``); ``ParameterUpset(arrays=["table_codes"])``
+    hits the stored table (``predict_noisy(eps_table=...)`` draws one noisy
+    table per call; the campaign draws one per trial and runs every point
+    through it).
+
+    Parameters
+    ----------
+    device : SSBCDevice or Container
+        Must store a code table.
+    """
+
+    def __init__(self, device):
+        if isinstance(device, Container):
+            device = SSBCDevice(device)
+        if not isinstance(device, SSBCDevice):
+            raise TypeError(f"SSBCCodes wraps an SSBCDevice or an ssbc Container; got "
+                            f"{type(device).__name__}")
+        device._require_table()
+        self.device = device
+        self.container = device.container
+
+    def __repr__(self):
+        return f"SSBCCodes({self.device!r})"
+
+    def transmit(self, X):
+        return self.device.bits(X)
+
+    def predict(self, X):
+        return self.device.predict(X)
+
+    def predict_bits(self, bits):
+        return self.device.knn_bits(bits)[0]
+
+    def resources(self):
+        return self.device.resources()
+
+
 def _fast_predictor(device):
     """Unchecked ``predict_bits`` for runtimes we know (inputs come from ``transmit``)."""
     if type(device) is ProtectedNBDevice:
@@ -235,6 +344,18 @@ def _device_info(device):
     return info
 
 
+def _check_labels(y):
+    a = np.asarray(y)
+    if a.dtype == np.bool_:
+        return a.astype(np.int64)
+    if not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
+        raise TypeError(f"y must hold class labels (integers); got dtype {a.dtype}")
+    if a.size and (not np.all(a == np.rint(a)) or a.min() < 0):
+        raise ValueError("y must hold non-negative integer class labels (the device's label "
+                         "indices: 0/1 for naive Bayes, 0 .. c-1 for ECOC and SSBC)")
+    return a
+
+
 def _labels(a, t, name):
     a = np.asarray(a).astype(np.int64).reshape(-1)
     if a.shape[0] != t:
@@ -266,8 +387,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
         Root of a ``numpy.random.SeedSequence``; grid value k uses child k of
         ``SeedSequence(seed).spawn(len(grid))``, so each value's result
         depends only on (seed, k) and re-running gives the same report.
-    y : array-like of 0/1, shape (t,), optional
-        True labels, for the accuracy.
+    y : array-like of int, shape (t,), optional
+        True labels as the device's label indices (0/1 for naive Bayes,
+        class indices for ECOC and SSBC), for the accuracy.
     loader : callable, optional
         ``loader(container) -> device`` for image faults (default
         ``type(device)``).
@@ -317,14 +439,19 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
     if not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence}")
 
+    n_sym = _wire_symbols(device)
+    if n_sym > 2 and not _symbol_fault_ok(fault):
+        raise ValueError(f"{type(device).__name__} sends {n_sym}-ary symbols: only additive "
+                         "bit faults (bsc, burst) have a symbol meaning (an event replaces the "
+                         "symbol by a uniformly random other one); got " + repr(fault))
     clean = np.asarray(device.predict(X)).astype(np.int64)
-    tx = np.ascontiguousarray(check_bits(device.transmit(X), name="transmitted bits"))
+    tx = _check_wire(device.transmit(X), n_sym)
     if tx.ndim != 2:
         raise ValueError(f"device.transmit must return (t, L) bits; got shape {tx.shape}")
     t, width = tx.shape
     clean = _labels(clean, t, "device.predict(X)")
     if y is not None:
-        y = _labels(check_bits(y, name="y"), t, "y")
+        y = _labels(_check_labels(y), t, "y")
     for f in faults:
         f._check_width(width)
     children = np.random.SeedSequence(int(seed)).spawn(len(grid))
@@ -336,10 +463,11 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
         rng = np.random.default_rng(children[k])
         t0 = time.perf_counter()
         if image:
-            same, correct, refused = _image_point(device, tx, clean, y, f, rng, n_trials, loader)
+            same, correct, refused = _image_point(device, tx, clean, y, f, rng, n_trials, loader,
+                                                  n_sym)
             ci_n = n_trials
         else:
-            same, correct = _bits_point(device, tx, clean, y, f, rng, n_trials)
+            same, correct = _bits_point(device, tx, clean, y, f, rng, n_trials, n_sym)
             refused, ci_n = 0, t * n_trials
         elapsed = time.perf_counter() - t0
         total = t * n_trials
@@ -362,7 +490,48 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
                           device=_device_info(device), points=points)
 
 
-def _bits_point(device, tx, clean, y, fault, rng, n_trials):
+def _wire_symbols(device):
+    n = getattr(device, "wire_symbols", 2)
+    if isinstance(n, bool) or not isinstance(n, (Integral, np.integer)) or n < 2:
+        raise ValueError(f"device.wire_symbols must be an integer >= 2; got {n!r}")
+    return int(n)
+
+
+def _symbol_fault_ok(fault):
+    if fault.target == "image":
+        return True
+    if isinstance(fault, Compose):
+        return all(f.additive for f in fault.bit_faults)
+    return bool(fault.additive)
+
+
+def _check_wire(tx, n_sym):
+    if n_sym == 2:
+        return np.ascontiguousarray(check_bits(tx, name="transmitted bits"))
+    a = np.asarray(tx)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"transmitted symbols must be integers; got dtype {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() >= n_sym):
+        raise ValueError(f"transmitted symbols must be in [0, {n_sym}); got "
+                         f"[{a.min()}, {a.max()}]")
+    return np.ascontiguousarray(a, dtype=np.uint8 if n_sym <= 256 else np.int64)
+
+
+def _apply_wire_fault(fault, frame, rng, n_sym):
+    """A bit fault on bits, or (N-ary) its events as uniform symbol replacements."""
+    if n_sym == 2:
+        fault.apply_inplace(frame, rng)
+        return
+    events = np.zeros(frame.shape, np.uint8)
+    fault.apply_inplace(events, rng)
+    hit = np.flatnonzero(events)
+    if hit.size:
+        flat = frame.reshape(-1)
+        shift = rng.integers(1, n_sym, size=hit.size)
+        flat[hit] = ((flat[hit].astype(np.int64) + shift) % n_sym).astype(flat.dtype)
+
+
+def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2):
     """Bit faults: batches of (point, trial) rows through fault and device."""
     if type(device) is ProtectedNBDevice and fault.additive:
         return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
@@ -376,7 +545,7 @@ def _bits_point(device, tx, clean, y, fault, rng, n_trials):
         stop = min(start + step, rows_total)
         point = np.arange(start, stop, dtype=np.int64) // n_trials
         bits = tx.take(point, axis=0)
-        fault.apply_inplace(bits, rng)
+        _apply_wire_fault(fault, bits, rng, n_sym)
         labels = np.asarray(predict(bits))
         same += np.bincount(point[labels == clean[point]], minlength=t)
         if y is not None:
@@ -416,7 +585,7 @@ def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
     return same, (None if y is None else correct)
 
 
-def _image_point(device, tx, clean, y, fault, rng, n_trials, loader):
+def _image_point(device, tx, clean, y, fault, rng, n_trials, loader, n_sym=2):
     """Image faults: one faulty image per trial, every point through it."""
     t = tx.shape[0]
     bit_faults = fault.bit_faults if isinstance(fault, Compose) else ()
@@ -431,7 +600,7 @@ def _image_point(device, tx, clean, y, fault, rng, n_trials, loader):
             continue
         bits = tx.copy()
         for bf in bit_faults:
-            bf.apply_inplace(bits, rng)
+            _apply_wire_fault(bf, bits, rng, n_sym)
         try:
             labels = np.asarray(dev.predict_bits(bits)).astype(np.int64)
         except ValueError:  # the faulty device expects another frame: desynchronised

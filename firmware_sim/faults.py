@@ -11,7 +11,7 @@ Two kinds of target:
 * **image faults** (``target == "image"``) act on the artifact the device
   holds: :class:`ParameterUpset` flips bits of the stored parameters
   (single-event upsets in the flash/RAM image). Flipping bits of an SSBC
-  device's stored code table is ``ParameterUpset(arrays=["codes"])`` (the
+  device's stored code table is ``ParameterUpset(arrays=["table_codes"])`` (the
   array name its container uses).
 
 :class:`Compose` chains faults of either kind. Every model takes its
@@ -702,7 +702,7 @@ class ParameterUpset(Fault):
         exactly one of ``rate`` and ``count``.
     arrays : sequence of str, optional
         Container arrays to upset (default: every array; ``"__meta__"`` is
-        never touched). E.g. ``["codes"]`` for an SSBC code table.
+        never touched). E.g. ``["table_codes"]`` for an SSBC k-NN code table.
     checked : bool, default False
         False: the upsets hit the arrays' bytes in the image the device holds
         and the device uses them as they are (it does not verify the CRC, or

@@ -287,3 +287,190 @@ def test_hamming_exact_matches_monte_carlo_and_beats_the_bound():
         hamming_decoding_exact(np.zeros((2, 25), int), 0.1)
     with pytest.raises(ValueError, match="must be binary"):
         hamming_guarantee([[0, 2], [1, 1]], 0.1)
+
+
+# ---------------------------------------------------------------- ECOC devices in campaigns
+@pytest.fixture(scope="module")
+def ecoc_digits():
+    from sklearn.datasets import load_digits
+    from sklearn.linear_model import LogisticRegression
+
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from export.ecoc import export_ecoc
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0                                      # dyadic: exact fixed-point inputs
+    code = np.random.default_rng(197).integers(0, 2, (10, 11))   # d_r = 4
+    clf = ECOCClassifier(LogisticRegression(max_iter=300), code=code).fit(X[:600], y[:600])
+    dev = export_ecoc(clf, X[:600], meta={"dataset": "digits"}).device
+    code3 = np.random.default_rng(3).integers(0, 3, (10, 6))
+    clf3 = ECOCClassifier(LogisticRegression(max_iter=300), code=code3).fit(X[:600], y[:600])
+    dev3 = export_ecoc(clf3, X[:600]).device
+    return X[600:900], y[600:900], code, dev, dev3
+
+
+def test_ecoc_outputs_protocol_and_bsc_is_corrupt(ecoc_digits):
+    from firmware_sim.campaign import ECOCOutputs
+    X, y, code, dev, _ = ecoc_digits
+    a = ECOCOutputs(dev)
+    q = dev.quantize(X)
+    assert_eq = np.testing.assert_array_equal
+    assert_eq(a.transmit(X), dev.learner_outputs(q))
+    assert_eq(a.transmit(q), a.transmit(X))            # int16 inputs are taken as fixed point
+    assert_eq(a.predict(X), dev.predict(q))
+    assert_eq(a.predict_bits(a.transmit(X)), dev.predict(q))
+    res = run_campaign(a, X, BSC(0.0), "eps", [0.0, 1.0], 3, seed=0, y=y)
+    assert res.points[0].same_rate == 1.0
+    assert res.points[1].same_rate == pytest.approx(
+        np.mean(dev.decode(1 - dev.learner_outputs(q)) == dev.predict(q)))
+    assert res.device["kind"] == "ecoc" and "resources" in res.device
+    # parameter upsets on the stored code: ECOCOutputs is its own loader
+    up = run_campaign(a, X, ParameterUpset(count=1, arrays=["code_bits"]), n_trials=20, seed=0)
+    assert up.points[0].refused == 0 and 0.5 < up.points[0].same_rate <= 1.0
+    with pytest.raises(TypeError, match="ECOCOutputs wraps"):
+        ECOCOutputs(object())
+
+
+def test_ecoc_nary_outputs_are_replaced_by_other_symbols(ecoc_digits):
+    from firmware_sim.campaign import ECOCOutputs
+    X, y, _, _, dev3 = ecoc_digits
+    a = ECOCOutputs(dev3)
+    assert a.wire_symbols == 3
+    seen = []
+
+    class Spy(ECOCOutputs):
+        def predict_bits(self, symbols):
+            seen.append(np.array(symbols))
+            return super().predict_bits(symbols)
+
+    clean = a.transmit(X[:50])
+    run_campaign(Spy(dev3), X[:50], BSC(1.0), n_trials=4, seed=0)
+    got = np.concatenate(seen)
+    ref = np.repeat(clean, 4, axis=0)
+    assert got.shape == ref.shape and np.all(got != ref) and got.max() <= 2
+    # each replacement uniform over the two other symbols
+    up = ((got.astype(int) - ref) % 3 == 1).mean()
+    assert 0.45 < up < 0.55
+    res = run_campaign(a, X, BSC(0.1), n_trials=200, seed=1, y=y)
+    sim = dev3.simulate(dev3.quantize(X), y, 0.1, n_trials=200, random_state=2)
+    lo, hi = res.points[0].accuracy_ci
+    assert lo - 0.01 <= sim.accuracy[0] <= hi + 0.01
+    with pytest.raises(ValueError, match="symbol meaning"):
+        run_campaign(a, X, StuckAt(stuck1=[0]))
+    # N-ary: no exact enumeration, but the radius bound holds for symbol replacements
+    add_analytic(res, a, X, BSC(0.1), None, y)
+    an = res.points[0].analytic
+    assert not an["available"] and "binary learner outputs only" in an["reason"]
+    assert res.points[0].same_ci[1] >= an["same_rate_lower_bound"]
+    assert res.notes["lower_bound_respected"] == [True]
+    assert ">=" in format_campaign(res)
+
+
+def test_ecoc_analytic_hamming_matches_simulation(ecoc_digits):
+    from export.campaign import (ecoc_exact_tables, ecoc_flip_radius, hamming_decoding_exact,
+                                 hamming_guarantee)
+    from firmware_sim.campaign import ECOCOutputs
+    X, y, code, dev, _ = ecoc_digits
+    a = ECOCOutputs(dev)
+    grid = [0.03, 0.1]
+    res = run_campaign(a, X, BSC(0.1), "eps", grid, 1000, seed=0, y=y)
+    add_analytic(res, a, X, BSC(0.1), "eps", y)
+    g = hamming_guarantee(code, 0.1)
+    assert g["d_r"] == 4 and g["t"] == 1
+    out = dev.learner_outputs(dev.quantize(X))
+    rad = ecoc_flip_radius(dev, out)
+    at_codeword = (out[:, None, :] == code[None]).all(axis=2).any(axis=1)
+    assert at_codeword.sum() > 50 and np.all(rad[at_codeword] >= g["t"])
+    for p in res.points:
+        an = p.analytic
+        assert an["available"] and an["code_guarantee"]["t"] == 1
+        lo, hi = p.same_ci                         # 99% Wilson interval of the same rate
+        # change rate within the radius bound, exact rate inside the simulated interval
+        assert 1.0 - hi <= 1.0 - an["same_rate_lower_bound"]
+        assert lo <= an["same_rate"] <= hi
+        assert an["same_rate"] >= an["same_rate_lower_bound"]
+        alo, ahi = p.accuracy_ci
+        assert alo <= an["accuracy"] <= ahi
+        # codeword points: the code-level guarantee bounds their change rate
+        m = at_codeword
+        sim_change = 1.0 - np.sum(np.asarray(p.same_per_point)[m]) / (m.sum() * res.n_trials)
+        assert sim_change <= an["code_guarantee"]["p_error_bound"]
+    assert res.notes["analytic_inside_ci"] == [True, True]
+    assert res.notes["lower_bound_respected"] == [True, True]
+    # at the codewords the device enumeration equals hamming_decoding_exact (ties: lowest)
+    tab = ecoc_exact_tables(dev, code)
+    k = np.arange(code.shape[1] + 1)
+    w = 0.1 ** k * 0.9 ** (code.shape[1] - k)
+    assert 1.0 - tab["change"] @ w == pytest.approx(hamming_decoding_exact(code, 0.1))
+
+
+# ---------------------------------------------------------------- SSBC devices in campaigns
+def test_ssbc_stored_code_flips_in_a_campaign():
+    from sklearn.datasets import load_digits
+
+    from edgecode.hashing import SSBC
+    from export.campaign import LOADERS
+    from export.ssbc import export_ssbc
+    from firmware_sim.campaign import SSBCCodes
+    from firmware_sim.ssbc import load_ssbc
+
+    X, y = load_digits(return_X_y=True)
+    h = SSBC(16, 64, 32, center=True, random_state=0).fit(X[:400])
+    ex = export_ssbc(h, X_table=X[:400], y_table=y[:400], knn_k=3)
+    dev = load_ssbc(ex.container)
+    a = LOADERS["ssbc"](dev.container)
+    assert isinstance(a, SSBCCodes)
+    Xt, yt = X[1200:1400], y[1200:1400]
+    np.testing.assert_array_equal(a.transmit(Xt), dev.bits(Xt))
+    np.testing.assert_array_equal(a.predict_bits(a.transmit(Xt)), dev.predict(Xt))
+    eps, trials = 0.05, 40
+    # stored-table upsets: one faulty image per trial, every point through it
+    res = run_campaign(a, Xt, ParameterUpset(rate=eps, arrays=["table_codes"]), n_trials=trials,
+                       seed=0, y=yt)
+    p = res.points[0]
+    assert p.refused == 0 and p.ci_trials == trials and p.same_rate < 1.0
+    ref = np.mean([np.mean(dev.predict_noisy(Xt, eps_table=eps, random_state=s) ==
+                           dev.predict(Xt)) for s in range(trials)])
+    assert p.same_ci[0] - 0.02 <= ref <= p.same_ci[1] + 0.02
+    # computed-code flips: a BSC on the wire is predict_noisy(eps_bits=...)
+    bits = run_campaign(a, Xt, BSC(eps), n_trials=trials, seed=1).points[0]
+    ref = np.mean([np.mean(dev.predict_noisy(Xt, eps_bits=eps, random_state=s) ==
+                           dev.predict(Xt)) for s in range(trials)])
+    assert bits.same_ci[0] - 0.01 <= ref <= bits.same_ci[1] + 0.01
+    assert format_campaign(add_analytic(res, a, Xt, ParameterUpset(rate=eps))).count("\n") >= 1
+
+
+def test_cli_campaign_on_ecoc_and_ssbc_artifacts(tmp_path, ecoc_digits):
+    from sklearn.datasets import load_digits
+
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from edgecode.hashing import SSBC
+    from export.ecoc import export_ecoc
+    from export.ssbc import export_ssbc
+    X, y = load_digits(return_X_y=True)             # what '--data digits' reads
+    code = np.random.default_rng(197).integers(0, 2, (10, 11))
+    clf = ECOCClassifier(DecisionTreeClassifier(max_depth=6, random_state=0),
+                         code=code).fit(X[:600], y[:600])
+    art = tmp_path / "dg.edgc"
+    export_ecoc(clf, X[:600], container_path=art, meta={"dataset": "sklearn digits"})
+    parser = argparse.ArgumentParser()
+    cli_campaign.register(parser.add_subparsers(dest="command"))
+    out = tmp_path / "e.json"
+    args = parser.parse_args(["campaign", str(art), "--fault", "bsc",
+                              "--param", "eps", "--grid", "0.05,0.1", "--trials", "40",
+                              "--max-points", "200", "--json", str(out)])
+    args.func(args)
+    rep = CampaignResult.from_json(out)
+    assert rep.device["kind"] == "ecoc" and rep.n_points == 200
+    assert all(p.analytic["available"] and p.accuracy > 0.5 for p in rep.points)
+    h = SSBC(16, 64, 32, center=True, random_state=0).fit(X[:300])
+    ssbc_art = tmp_path / "hs.edgc"
+    export_ssbc(h, X_table=X[:300], y_table=y[:300], knn_k=3, container_path=ssbc_art,
+                meta={"dataset": "digits"})
+    res = cli_campaign.run_campaign_cli(str(ssbc_art), "seu", {"arrays": ["table_codes"]},
+                                        "rate", [0.02], trials=10, max_points=100,
+                                        stream=open(tmp_path / "log.txt", "w"))
+    assert res.device["kind"] == "ssbc" and res.points[0].refused == 0
+    assert res.points[0].accuracy is not None and res.points[0].same_rate < 1.0

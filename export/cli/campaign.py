@@ -8,6 +8,19 @@ Example::
     edgecode campaign hv.edgc --fault burst --set mean_burst=4 --param flip_rate \\
         --grid 0.02,0.05,0.1,0.2 --trials 5000
     edgecode campaign hv.edgc --fault seu --set arrays=weights --param count --grid 1,2,4
+
+ECOC and SSBC artifacts (``edgecode ecoc --out``, ``edgecode hash --out``)
+run the same way: the container's kind picks the device
+(``export.campaign.LOADERS``). ECOC bit faults act on the learner outputs
+(N-ary codes: an event replaces the symbol by a uniformly random other one;
+bsc and burst only), SSBC bit faults on the computed code, and
+``--fault seu --set arrays=table_codes`` upsets the stored SSBC code table::
+
+    edgecode ecoc digits --learner logistic --code dense_random --N 2 --out dg.edgc
+    edgecode campaign dg.edgc --data digits --fault bsc --param eps --grid 0.02,0.05,0.1
+    edgecode hash digits --bits 16 --out hs.edgc
+    edgecode campaign hs.edgc --data digits --fault seu --set arrays=table_codes \\
+        --param rate --grid 0.01,0.05
 """
 
 import sys
@@ -91,9 +104,12 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     dataset = dataset or container.meta.get("dataset")
     if dataset is None:
         raise ValueError("the artifact records no dataset; pass --data")
-    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
-    rows = data.subset(split) if (data.split is not None and split != "all") else data
-    X, y = rows.X, rows.y
+    if container.kind == "protected_nb":
+        data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+        rows = data.subset(split) if (data.split is not None and split != "all") else data
+        X, y, data_name = rows.X, rows.y, data.name
+    else:
+        X, y, data_name = _multiclass_rows(container, dataset, split)
     if max_points is not None:
         X, y = X[:max_points], y[:max_points]
     base = make_fault(fault, **_default_params(fault, param, grid or [None], params or {}))
@@ -103,7 +119,7 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     if profile is not None:
         res.device["profile"] = annotate(device.resources(), prof)
     print(f"campaign on {artifact if isinstance(artifact, str) else '<artifact>'}: "
-          f"{container.kind}, {data.name} ({len(X)} points x {trials} trials per value), "
+          f"{container.kind}, {data_name} ({len(X)} points x {trials} trials per value), "
           f"fault {base!r}, seed {seed}", file=out)
     if profile is not None:
         est = res.device["profile"]["estimate"]
@@ -120,6 +136,44 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     return res
 
 
+def _multiclass_rows(container, dataset, split):
+    """(X, y as class indices or None, name) for an ECOC or SSBC artifact.
+
+    ``dataset``: a name or CSV path as ``edgecode ecoc`` / ``edgecode hash``
+    take it ("digits", ...), or an ``(X, y)`` pair. True labels are mapped
+    to the device's class indices through ``meta["classes"]``.
+    """
+    import numpy as np
+
+    if isinstance(dataset, str):
+        name = dataset[len("sklearn "):] if dataset.startswith("sklearn ") else dataset
+        if container.kind == "ecoc":
+            from export.cli.ecoc import load_table
+            X, y, sp, _ = load_table(name)
+        else:
+            from export.cli.hashing import load_points
+            X, y, sp = load_points(name)
+        if sp is not None and split != "all":
+            keep = sp == split
+            if not keep.any():
+                raise ValueError(f"dataset {name!r} has no rows in split {split!r}")
+            X, y = X[keep], (None if y is None else y[keep])
+    else:
+        X, y = dataset
+        name = "array"
+    classes = (container.meta or {}).get("classes")
+    if y is not None and classes is not None:
+        index = {str(c): i for i, c in enumerate(classes)}
+        unknown = sorted({str(v) for v in y} - set(index))
+        if unknown:
+            raise ValueError(f"labels {unknown[:5]} are not among the artifact's classes "
+                             f"{classes[:10]}")
+        y = np.array([index[str(v)] for v in y], np.int64)
+    elif classes is None:
+        y = None                               # no class names: same-rate only
+    return np.asarray(X, np.float64), y, name
+
+
 def run_demo_stage(out_dir, trials=2000, stream=None):
     """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
     from export.campaign import run_demo_stage as _stage
@@ -130,7 +184,9 @@ def register(sub):
     """Add the ``campaign`` sub-command to ``sub`` (argparse subparsers)."""
     c = sub.add_parser("campaign", help="sweep a fault model over a grid on a device artifact",
                        description=__doc__.splitlines()[0])
-    c.add_argument("artifact", help="device container (e.g. from 'edgecode plan --out')")
+    c.add_argument("artifact", help="device container: protected_nb ('edgecode plan --out'), "
+                   "ecoc ('edgecode ecoc --out') or ssbc with a code table "
+                   "('edgecode hash --out')")
     c.add_argument("--fault", required=True, choices=["bsc", "burst", "stuck", "seu"],
                    help="bsc: independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "
                         "eps_bad, or flip_rate and mean_burst); stuck: stuck lines (stuck0, "
@@ -143,7 +199,8 @@ def register(sub):
     c.add_argument("--trials", type=int, default=1000, help="trials per point and value")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
-                   "dataset recorded in the artifact)")
+                   "dataset recorded in the artifact); ecoc/ssbc: as 'edgecode ecoc' / "
+                   "'edgecode hash' take it, e.g. digits")
     c.add_argument("--split", default="test", help="rows to use when the data has a split")
     c.add_argument("--max-points", type=int)
     c.add_argument("--confidence", type=float, default=0.99)
