@@ -69,6 +69,7 @@ def main():
     ap.add_argument("--max-features", type=int, default=5000)
     ap.add_argument("--max-docs", type=int, default=0, help="subsample (0: all documents)")
     ap.add_argument("--skip-svm-codes", action="store_true")
+    ap.add_argument("--learners", default="NB,SVM", help="base learners to run (NB, SVM)")
     args = ap.parse_args()
     print(f"# machine: {machine()}")
     print("dataset;method;learner;selection;K;acc_mean;acc_std;d_r;seconds")
@@ -86,7 +87,7 @@ def main():
               f"vocabulary {args.max_features}; d_r: "
               + ", ".join(f"{k} {row_distance(M):g}" for k, M in codes.items()))
         configs = []
-        for kind in ("NB", "SVM"):
+        for kind in [k.strip().upper() for k in args.learners.split(",") if k.strip()]:
             configs.append(("monolithic", kind, "-", "-", None))
             for code in codes:
                 if kind == "SVM" and args.skip_svm_codes and code != "annealed":
