@@ -47,7 +47,8 @@ from statistics import NormalDist
 import numpy as np
 
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
-from ._kernels.faults import _nb_sparse_outcomes
+from ._kernels.ecoc import _pack
+from ._kernels.faults import _ecoc_sparse_outcomes, _nb_sparse_outcomes
 from .artifact import Container, ContainerError
 from .channel import _BLOCK_BITS, check_bits
 from .faults import Compose, Fault
@@ -535,6 +536,8 @@ def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2):
     """Bit faults: batches of (point, trial) rows through fault and device."""
     if type(device) is ProtectedNBDevice and fault.additive:
         return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
+    if type(device) is ECOCOutputs and n_sym == 2 and fault.additive:
+        return _ecoc_additive_point(device.device, tx, clean, y, fault, rng, n_trials)
     t, width = tx.shape
     predict = _fast_predictor(device)
     same = np.zeros(t, np.int64)
@@ -582,6 +585,30 @@ def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
         _nb_sparse_outcomes(pos, start, nrows, n_trials, width, delta, owner, clean_counts,
                             clean_dec, device._reps, device._w, clean_acc, clean, y_arr,
                             same, correct, dcount, touched)
+    return same, (None if y is None else correct)
+
+
+def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
+    """Binary ECOC under XOR noise on the learner outputs: draw each batch's error
+    positions (the same random draws as applying the fault to the bits) and
+    decode only the rows they hit (``_ecoc_sparse_outcomes``); equal, trial for
+    trial, to decoding every noisy row with the device."""
+    t, width = tx.shape
+    clean_words = np.empty((t, ecoc._code_bits.shape[1]), np.uint64)
+    _pack(tx.astype(np.int16), clean_words)
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    y_arr = np.empty(0, np.int64) if y is None else y
+    word = np.empty(clean_words.shape[1], np.uint64)
+    rows_total = t * n_trials
+    step = max(1, BATCH_BITS // max(width, 1))
+    scratch = np.zeros(min(step, rows_total) * width, np.uint8)
+    for start in range(0, rows_total, step):
+        nrows = min(step, rows_total - start)
+        pos = fault.error_positions(nrows, width, rng, scratch)
+        _ecoc_sparse_outcomes(pos, start, nrows, n_trials, width, clean_words,
+                              ecoc._code_bits, ecoc._code_used, ecoc.unused, clean, y_arr,
+                              same, correct, word)
     return same, (None if y is None else correct)
 
 

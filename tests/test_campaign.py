@@ -474,3 +474,38 @@ def test_cli_campaign_on_ecoc_and_ssbc_artifacts(tmp_path, ecoc_digits):
                                         stream=open(tmp_path / "log.txt", "w"))
     assert res.device["kind"] == "ssbc" and res.points[0].refused == 0
     assert res.points[0].accuracy is not None and res.points[0].same_rate < 1.0
+
+
+@pytest.mark.parametrize("fault", [BSC(0.1), GilbertElliott.from_flip_rate(0.1, 4)],
+                         ids=["bsc", "burst"])
+def test_ecoc_fast_path_equals_generic_protocol(ecoc_digits, fault):
+    """The sparse ECOC path decodes trial for trial what the device would."""
+    from firmware_sim.campaign import ECOCOutputs
+    X, y, _, dev, _ = ecoc_digits
+    fast = run_campaign(ECOCOutputs(dev), X, fault, n_trials=150, seed=7, y=y)
+    slow = run_campaign(DuckDevice(ECOCOutputs(dev)), X, fault, n_trials=150, seed=7, y=y)
+    assert fast.points[0].same_per_point == slow.points[0].same_per_point
+    assert fast.points[0].accuracy == slow.points[0].accuracy
+
+
+def test_ecoc_fast_path_multiword_and_ternary_codes():
+    from sklearn.datasets import load_digits
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc import make_code
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from export.ecoc import export_ecoc
+    from firmware_sim.campaign import ECOCOutputs
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    for code in (np.random.default_rng(5).integers(0, 2, (10, 70)),   # two uint64 words
+                 make_code("one_vs_one", 10)):                        # ternary (-1 entries)
+        clf = ECOCClassifier(DecisionTreeClassifier(max_depth=4, random_state=0),
+                             code=code).fit(X[:500], y[:500])
+        a = ECOCOutputs(export_ecoc(clf, X[:500]).device)
+        fast = run_campaign(a, X[500:620], BSC(0.15), n_trials=60, seed=3, y=y[500:620])
+        slow = run_campaign(DuckDevice(a), X[500:620], BSC(0.15), n_trials=60, seed=3,
+                            y=y[500:620])
+        assert fast.points[0].same_per_point == slow.points[0].same_per_point
+        assert fast.points[0].accuracy == slow.points[0].accuracy

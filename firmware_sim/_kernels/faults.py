@@ -261,3 +261,62 @@ def _nb_sparse_outcomes(positions, row0, nrows, n_trials, width, delta, owner, c
         same[p] += 1 if label == clean_label[p] else 0
         if has_y:
             correct[p] += 1 if label == y[p] else 0
+
+
+@njit(cache=True)
+def _ecoc_sparse_outcomes(positions, row0, nrows, n_trials, width, clean_words, code, used,
+                          unused, clean_label, y, same, correct, word):
+    """Binary-ECOC outcomes of a batch of noisy rows from their error positions.
+
+    Row ``i`` of the batch is trial ``(row0 + i) % n_trials`` of point
+    ``(row0 + i) // n_trials``; ``positions`` (sorted, flat in the batch) are
+    the learner outputs that arrive flipped. A row without errors decodes to
+    the clean label; a row with errors XORs them into the point's packed
+    clean outputs ``clean_words[p]`` (column j = bit j % 64 of word j // 64)
+    and decodes Hamming-nearest exactly as the device does
+    (``2 popcount((w ^ c) & used) + unused``, first minimum). Cost
+    O(rows + errors x classes). Adds to ``same[p]`` and, when ``y`` has one
+    entry per point, ``correct[p]``. Scratch: ``word`` (n_words,) uint64.
+    """
+    k = 0
+    npos = positions.shape[0]
+    has_y = y.shape[0] == same.shape[0]
+    n_words = clean_words.shape[1]
+    c = code.shape[0]
+    one = np.uint64(1)
+    g = row0
+    p = g // n_trials
+    left = n_trials - g % n_trials
+    for i in range(nrows):
+        if left == 0:
+            p += 1
+            left = n_trials
+        left -= 1
+        row_end = (i + 1) * width
+        if k >= npos or positions[k] >= row_end:
+            label = clean_label[p]
+        else:
+            row_base = i * width
+            for w in range(n_words):
+                word[w] = clean_words[p, w]
+            while k < npos and positions[k] < row_end:
+                col = positions[k] - row_base
+                word[col >> 6] ^= one << np.uint64(col & 63)
+                k += 1
+            label = 0
+            bestd = -1
+            for r in range(c):
+                d = 0
+                for w in range(n_words):
+                    x = (word[w] ^ code[r, w]) & used[r, w]
+                    while x:            # Kernighan popcount: few set bits here
+                        x &= x - one
+                        d += 1
+                d = 2 * d + unused[r]
+                if bestd < 0 or d < bestd:
+                    bestd = d
+                    label = r
+        if label == clean_label[p]:
+            same[p] += 1
+        if has_y and label == y[p]:
+            correct[p] += 1
