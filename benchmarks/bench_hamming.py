@@ -17,7 +17,6 @@ peer / edgecode) and the scan rate in codes per second per thread.
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -20,19 +20,6 @@ from edgecode.ecoc.feature_selection import feature_scores, select_top_k
 from naive_ecoc_clf import codewords_loop, delta_scores, hamming_bruteforce
 
 
-def _has_make_code():
-    try:
-        from edgecode.ecoc import make_code  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-HAS_MAKE_CODE = _has_make_code()
-needs_make_code = pytest.mark.skipif(not HAS_MAKE_CODE,
-                                     reason="edgecode.ecoc.make_code not available yet")
-
-
 @pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
@@ -52,16 +39,12 @@ def _codes(n_classes, seed=0):
 
 
 # ---------------------------------------------------------------- sklearn checks
-if HAS_MAKE_CODE:
-    _CHECKED = [ECOCClassifier(LogisticRegression(), code="one_vs_all"),
-                ECOCClassifier(DecisionTreeClassifier(), code="nary", N=3, random_state=0),
-                ECOCClassifier(LinearSVC(), code="one_vs_one", decoding="loss"),
-                ECOCClassifier(GaussianNB(), code="nary", N=3, decoding="euclidean")]
-else:  # the common checks need string designs; keep one id so the skip shows
-    _CHECKED = []
+_CHECKED = [ECOCClassifier(LogisticRegression(), code="one_vs_all"),
+            ECOCClassifier(DecisionTreeClassifier(), code="nary", N=3, random_state=0),
+            ECOCClassifier(LinearSVC(), code="one_vs_one", decoding="loss"),
+            ECOCClassifier(GaussianNB(), code="nary", N=3, decoding="euclidean")]
 
 
-@needs_make_code
 @parametrize_with_checks(_CHECKED)
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
@@ -166,7 +149,6 @@ def test_n_jobs_and_seed_give_equal_fits(digits):
     assert_array_equal(a.predict_codewords(Xte), b.predict_codewords(Xte))
 
 
-@needs_make_code
 @pytest.mark.parametrize("design, N", [("one_vs_all", 2), ("dense_random", 2), ("nary", 3),
                                        ("nary", 5), ("sparse_random", 2), ("one_vs_one", 2)])
 def test_string_designs(digits, design, N):

@@ -22,6 +22,7 @@ simulated annealing of the coding matrix with an electrostatic energy.
 """
 
 from .annealing import annealed, code_energy
+from .classifier import ECOCClassifier
 from .codes import (DESIGNS, bch, dense_random, exhaustive, hadamard, make_code, nary,
                     nary_random, one_vs_all, one_vs_one, sparse_random)
 from .quality import (CodeProperties, check_properties, column_distance, distance_stats,
@@ -30,12 +31,6 @@ from .quality import (CodeProperties, check_properties, column_distance, distanc
 __all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
            "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed",
            "code_energy", "row_distance", "column_distance", "total_distance",
-           "pairwise_distances", "distance_stats", "check_properties", "CodeProperties"]
+           "pairwise_distances", "distance_stats", "check_properties", "CodeProperties",
+           "ECOCClassifier"]
 
-try:
-    from .classifier import ECOCClassifier  # noqa: F401  (written alongside; see issue 3)
-except ModuleNotFoundError as exc:          # only while classifier.py does not exist yet
-    if exc.name != f"{__name__}.classifier":
-        raise
-else:
-    __all__.append("ECOCClassifier")
