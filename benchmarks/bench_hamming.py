@@ -8,7 +8,7 @@ Random codes (seeded), nothing read from ../shared.  Tasks: top-10 search of
 Q queries over n stored codes of 64 and 128 bits.  Peer: numpy
 ``np.bitwise_count(db ^ q).sum(axis=1)`` then ``argpartition`` + a stable
 sort of the k candidates (one query at a time).  Also a bare numba scan (XOR +
-popcount + store the distance, no selection) as the ceiling of a scan.
+popcount + store the distance, no selection; 2-D indexed, so scalar) for scale.
 
 Prints the first-call time (JIT compile or cache load), then
 ``task;n;peer_s;edgecode_s;ratio`` (median seconds per query batch; ratio =

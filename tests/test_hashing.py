@@ -285,3 +285,18 @@ def test_ssbc_beats_lsh_on_digits(digits):
     ap_s = retrieval_metrics(s.transform(db), s.transform(q), nn, 32)["ap"].mean()
     ap_l = retrieval_metrics(lsh.transform(db), lsh.transform(q), nn, 32)["ap"].mean()
     assert ap_s > ap_l
+
+
+@pytest.mark.parametrize("n_bits, n", [(6, 3000), (64, 5000), (33, 1025)])
+def test_hamming_index_chunked_scan_keeps_ties_by_index(n_bits, n):
+    """64-bit words take the chunked 1-D scan: many chunks, heavy ties."""
+    rng = np.random.default_rng(n)
+    db = rng.integers(0, 2, (n, n_bits)).astype(np.uint8)
+    q = rng.integers(0, 2, (9, n_bits)).astype(np.uint8)
+    idx = HammingIndex(n_bits)
+    idx.add(db)
+    for k in (1, 40, n):
+        dist, ind = idx.search(q, k)
+        rd, ri = naive.topk(naive.hamming(db, q), k)
+        assert_array_equal(dist, rd)
+        assert_array_equal(ind, ri)

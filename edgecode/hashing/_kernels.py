@@ -145,6 +145,61 @@ def _hamming_topk(db, queries, k, out_dist, out_idx):
                         p += 1
 
 
+#: codes per chunk of the 64-bit scan: distances of a chunk go to a uint8
+#: buffer in one vectorisable loop that also counts the candidates; chunks
+#: without any are skipped
+_CHUNK64 = 256
+
+
+@njit(**NJIT)
+def _chunk_distances(col, x, out, t):
+    """uint8 Hamming distances of ``col`` (1-D uint64) to ``x``; count of those <= t."""
+    cnt = 0
+    for i in range(col.shape[0]):
+        d = np.uint8(_ctpop(col[i] ^ x))
+        out[i] = d
+        cnt += np.int64(d <= t)
+    return cnt
+
+
+@njit(**NJIT)
+def _hamming_topk_64(col, queries, k, out_dist, out_idx):
+    """:func:`_hamming_topk` for 64-bit codes held as 1-D arrays (same results).
+
+    One pass per query; each chunk's distances are computed by a loop the
+    compiler vectorises (1-D contiguous input, uint8 output: vector popcount
+    where the CPU has it), and only chunks with a candidate at or below the
+    current threshold are offered, in index order, to the bounded buckets.
+    """
+    n = col.shape[0]
+    thr = np.empty(1, dtype=np.int64)
+    total = np.empty(1, dtype=np.int64)
+    sizes = np.empty((1, 65), dtype=np.int64)
+    bucket = np.empty((1, 65, k), dtype=np.int64)
+    buf = np.empty(_CHUNK64, dtype=np.uint8)
+    for qi in range(queries.shape[0]):
+        thr[0] = 64
+        total[0] = 0
+        sizes[:, :] = 0
+        x = queries[qi]
+        for c0 in range(0, n, _CHUNK64):
+            m = min(_CHUNK64, n - c0)
+            t = np.uint8(thr[0])
+            if _chunk_distances(col[c0:c0 + m], x, buf, t) == 0:
+                continue
+            for i in range(m):
+                if buf[i] <= t:
+                    _offer(0, np.int64(buf[i]), c0 + i, k, thr, total, sizes, bucket)
+                    t = np.uint8(thr[0])
+        p = 0
+        for d in range(65):
+            for c in range(sizes[0, d]):
+                if p < k:
+                    out_idx[qi, p] = bucket[0, d, c]
+                    out_dist[qi, p] = d
+                    p += 1
+
+
 @njit(**NJIT)
 def _rank_metrics(db, queries, true_nn, R, recall, precision, ap):
     """Metrics of each query's full Hamming ranking (ties by lower index).

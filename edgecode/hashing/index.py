@@ -3,7 +3,7 @@
 import numpy as np
 
 from .._validation import check_int
-from ._kernels import _hamming_topk
+from ._kernels import _hamming_topk, _hamming_topk_64
 from .codes import as_words, n_words
 
 __all__ = ["HammingIndex"]
@@ -76,5 +76,9 @@ class HammingIndex:
             raise ValueError("the index is empty; add codes before searching")
         dist = np.empty((q.shape[0], k), dtype=np.int32)
         ind = np.empty((q.shape[0], k), dtype=np.int64)
-        _hamming_topk(self._words, q, k, dist, ind)
+        if self._words.shape[1] == 1:     # 64-bit words: the vectorised 1-D scan
+            _hamming_topk_64(self._words.reshape(-1), np.ascontiguousarray(q).reshape(-1),
+                             k, dist, ind)
+        else:
+            _hamming_topk(self._words, q, k, dist, ind)
         return dist, ind
