@@ -32,7 +32,7 @@ from edgecode.hashing._kernels import _ctpop  # noqa: E402
 
 @njit(**NJIT)
 def bare_scan(db, q, out):
-    """XOR + popcount + store, one word per code (the ceiling of a scan)."""
+    """XOR + popcount + store, one word per code (2-D indexed: scalar popcount)."""
     for qi in range(q.shape[0]):
         x = q[qi, 0]
         for i in range(db.shape[0]):
