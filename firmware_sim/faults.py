@@ -30,6 +30,7 @@ The interface (all a new model needs)::
 or, for ``target = "image"``, ``apply_container(container, rng) -> Container``.
 """
 
+import inspect
 import math
 from numbers import Integral, Real
 
@@ -905,6 +906,12 @@ def make_fault(name, **params):
     if name == "bsc" and "flip_rate" in params:
         params = dict(params)
         params["eps"] = params.pop("flip_rate")
+    accepted = [q for q in inspect.signature(FAULTS[name]).parameters if q != "self"]
+    if name == "burst":
+        accepted += ["flip_rate", "mean_burst"]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"{name}: unknown parameter(s) {unknown}; accepted: {accepted}")
     try:
         return FAULTS[name](**params)
     except TypeError as exc:

@@ -295,3 +295,13 @@ def test_fault_descriptions_round_trip():
         assert rebuilt == f
     with pytest.raises(ValueError, match="unknown fault model 'laser'"):
         make_fault("laser")
+
+
+def test_make_fault_names_unknown_parameters_and_what_is_accepted():
+    from firmware_sim.faults import make_fault
+    with pytest.raises(ValueError, match=r"burst: unknown parameter\(s\) \['rate'\]; "
+                                         r"accepted: .*flip_rate"):
+        make_fault("burst", rate=0.1)
+    with pytest.raises(ValueError, match=r"bsc: unknown parameter\(s\) \['p'\]; accepted: \['eps'\]"):
+        make_fault("bsc", p=0.1)
+    assert make_fault("bsc", flip_rate=0.2).eps == 0.2
