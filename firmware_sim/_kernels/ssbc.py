@@ -16,6 +16,24 @@ from numba import njit
 
 
 @njit(cache=True)
+def _q15_exp_neg(dist, exp_mult, dist_clamp, lut):
+    """Q15 affinity exp(-dist / sigma) of an int64 squared distance: the one copy of
+    the device's exponential (clamp, Q16 exponent, table of 2^(-i/256) with linear
+    interpolation, shift by the integer part)."""
+    if dist > dist_clamp:
+        dist = dist_clamp
+    t = (dist * exp_mult) >> 40
+    sh = t >> 16
+    f = t & 0xFFFF
+    idx = f >> 8
+    r = f & 0xFF
+    w = (np.int64(lut[idx]) * (256 - r) + np.int64(lut[idx + 1]) * r) >> 8
+    if sh > 16:
+        sh = 16
+    return w >> sh
+
+
+@njit(cache=True)
 def _ssbc_bits(xq, aq, exp_mult, dist_clamp, lut, pq, thr, out):
     """Code bits (uint8 0/1) of the quantized inputs ``xq`` (N, d) into ``out`` (N, k)."""
     n, d = xq.shape
@@ -29,17 +47,7 @@ def _ssbc_bits(xq, aq, exp_mult, dist_clamp, lut, pq, thr, out):
             for i in range(d):
                 diff = np.int64(xq[p, i]) - np.int64(aq[j, i])
                 dist += diff * diff
-            if dist > dist_clamp:
-                dist = dist_clamp
-            t = (dist * exp_mult) >> 40
-            sh = t >> 16
-            f = t & 0xFFFF
-            idx = f >> 8
-            r = f & 0xFF
-            w = (np.int64(lut[idx]) * (256 - r) + np.int64(lut[idx + 1]) * r) >> 8
-            if sh > 16:
-                sh = 16
-            w = w >> sh
+            w = _q15_exp_neg(dist, exp_mult, dist_clamp, lut)
             if w != 0:
                 for b in range(k):
                     acc[b] += w * np.int64(pq[j, b])
@@ -58,17 +66,7 @@ def _affinity_q15(xq, aq, exp_mult, dist_clamp, lut, out):
             for i in range(d):
                 diff = np.int64(xq[p, i]) - np.int64(aq[j, i])
                 dist += diff * diff
-            if dist > dist_clamp:
-                dist = dist_clamp
-            t = (dist * exp_mult) >> 40
-            sh = t >> 16
-            f = t & 0xFFFF
-            idx = f >> 8
-            r = f & 0xFF
-            w = (np.int64(lut[idx]) * (256 - r) + np.int64(lut[idx + 1]) * r) >> 8
-            if sh > 16:
-                sh = 16
-            out[p, j] = w >> sh
+            out[p, j] = _q15_exp_neg(dist, exp_mult, dist_clamp, lut)
 
 
 @njit(cache=True)
