@@ -168,36 +168,26 @@ def _gilbert_elliott(flat, n, length, p, r, eps_good, eps_bad, continuous, seed,
         pos = row_start
         while pos < row_stop:
             # sojourn in the current state: Geometric on {1, 2, ...} bits
+            # leave probability of the current state, and its flip probability
             if bad:
-                if r <= 0.0:
-                    stop = row_stop
-                    ends = False
-                elif r >= 1.0:
-                    stop = pos + 1
-                    ends = True
-                else:
-                    stop = pos + _geometric(state, inv_r, t_r) + 1
-                    ends = stop <= row_stop
-                    if not ends:
-                        stop = row_stop
-                if eps_bad > 0.0:
-                    count = _flip_segment(flat, out, count, pos, stop, eps_bad, inv_eb, t_eb,
-                                          state)
+                q, inv_q, t_q = r, inv_r, t_r
+                e, inv_e, t_e = eps_bad, inv_eb, t_eb
             else:
-                if p <= 0.0:
+                q, inv_q, t_q = p, inv_p, t_p
+                e, inv_e, t_e = eps_good, inv_eg, t_eg
+            if q <= 0.0:
+                stop = row_stop
+                ends = False
+            elif q >= 1.0:
+                stop = pos + 1
+                ends = True
+            else:
+                stop = pos + _geometric(state, inv_q, t_q) + 1
+                ends = stop <= row_stop
+                if not ends:
                     stop = row_stop
-                    ends = False
-                elif p >= 1.0:
-                    stop = pos + 1
-                    ends = True
-                else:
-                    stop = pos + _geometric(state, inv_p, t_p) + 1
-                    ends = stop <= row_stop
-                    if not ends:
-                        stop = row_stop
-                if eps_good > 0.0:
-                    count = _flip_segment(flat, out, count, pos, stop, eps_good, inv_eg, t_eg,
-                                          state)
+            if e > 0.0:
+                count = _flip_segment(flat, out, count, pos, stop, e, inv_e, t_e, state)
             if record:
                 for k in range(pos, stop):
                     states[k] = 1 if bad else 0
