@@ -11,12 +11,13 @@ reads the JSON report.
 Device protocol (what a runtime needs to be campaigned)::
 
     device.transmit(X)      -> uint8 array (t, L): the bits on the wire per point
-    device.predict(X)       -> int array (t,): labels of the clean points
     device.predict_bits(B)  -> int array (t,): labels of received bits B (t, L)
     device.container        -> Container the device was loaded from
                                (only for image faults, with ``loader``)
 
-``ProtectedNBDevice`` has all four. :class:`ECOCOutputs` wraps an ECOC
+The clean label of a point is ``predict_bits(transmit(X))``: the same
+pipeline on a noiseless wire (for the built-in devices, ``predict(X)``).
+``ProtectedNBDevice`` has all three. :class:`ECOCOutputs` wraps an ECOC
 device (the wire is its learners' outputs, ``predict_bits`` decodes them) and
 :class:`SSBCCodes` an SSBC device (the wire is the computed code, decoded by
 the k-NN vote against the stored table; image faults hit the table). Bit
@@ -48,10 +49,11 @@ import numpy as np
 
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
-from ._kernels.faults import _ecoc_sparse_outcomes, _nb_sparse_outcomes
+from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
+from ._kernels.faults import _replace_symbols
 from .artifact import Container, ContainerError
 from .channel import _BLOCK_BITS, check_bits
-from .faults import Compose, Fault
+from .faults import Compose, Fault, _draw_seed
 from .ecoc import ECOCDevice
 from .naive_bayes import ProtectedNBDevice
 from .ssbc import SSBCDevice
@@ -326,7 +328,7 @@ def _fast_predictor(device):
 
 
 def _check_protocol(device, image):
-    needed = ["transmit", "predict", "predict_bits"] + (["container"] if image else [])
+    needed = ["transmit", "predict_bits"] + (["container"] if image else [])
     missing = [m for m in needed if not hasattr(device, m)]
     if missing:
         raise TypeError(f"device must provide {needed} (see firmware_sim.campaign); "
@@ -445,12 +447,13 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
         raise ValueError(f"{type(device).__name__} sends {n_sym}-ary symbols: only additive "
                          "bit faults (bsc, burst) have a symbol meaning (an event replaces the "
                          "symbol by a uniformly random other one); got " + repr(fault))
-    clean = np.asarray(device.predict(X)).astype(np.int64)
     tx = _check_wire(device.transmit(X), n_sym)
     if tx.ndim != 2:
         raise ValueError(f"device.transmit must return (t, L) bits; got shape {tx.shape}")
     t, width = tx.shape
-    clean = _labels(clean, t, "device.predict(X)")
+    # the clean label: the same pipeline on a noiseless wire (for the built-in
+    # devices this is predict(X), without computing the wire a second time)
+    clean = _labels(np.asarray(device.predict_bits(tx)), t, "device.predict_bits(transmit(X))")
     if y is not None:
         y = _labels(_check_labels(y), t, "y")
     for f in faults:
@@ -519,34 +522,42 @@ def _check_wire(tx, n_sym):
 
 
 def _apply_wire_fault(fault, frame, rng, n_sym):
-    """A bit fault on bits, or (N-ary) its events as uniform symbol replacements."""
+    """A bit fault on bits, or (N-ary) its events as uniform symbol replacements
+    (the events' masks, then one seed for the replacement symbols: the draws
+    ``_symbol_point`` makes)."""
     if n_sym == 2:
         fault.apply_inplace(frame, rng)
         return
-    events = np.zeros(frame.shape, np.uint8)
-    fault.apply_inplace(events, rng)
-    hit = np.flatnonzero(events)
-    if hit.size:
-        flat = frame.reshape(-1)
-        shift = rng.integers(1, n_sym, size=hit.size)
-        flat[hit] = ((flat[hit].astype(np.int64) + shift) % n_sym).astype(flat.dtype)
+    masks = fault.error_masks(frame.shape[0], frame.shape[1], rng)
+    _replace_symbols(frame, masks, n_sym, _draw_seed(rng))
+
+
+def _batches(t, n_trials, width):
+    """(first row, rows) of the batches of (point, trial) rows (fixed size, so a
+    seed gives the same result on every machine and path)."""
+    rows_total = t * n_trials
+    step = max(1, BATCH_BITS // max(width, 1))
+    for start in range(0, rows_total, step):
+        yield start, min(step, rows_total - start)
 
 
 def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2):
-    """Bit faults: batches of (point, trial) rows through fault and device."""
-    if type(device) is ProtectedNBDevice and fault.additive:
-        return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
-    if type(device) is ECOCOutputs and n_sym == 2 and fault.additive:
-        return _ecoc_additive_point(device.device, tx, clean, y, fault, rng, n_trials)
+    """Bit faults: batches of (point, trial) rows through fault and device; for
+    additive faults on the three built-in device kinds the fast paths consume
+    the error masks without building the noisy rows (same draws, same counts)."""
+    if fault.additive:
+        if type(device) is ProtectedNBDevice and _nb_copies_agree(device, tx):
+            return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
+        if type(device) is ECOCOutputs:
+            if n_sym == 2:
+                return _ecoc_additive_point(device.device, tx, clean, y, fault, rng, n_trials)
+            return _symbol_point(device.device, tx, clean, y, fault, rng, n_trials, n_sym)
     t, width = tx.shape
     predict = _fast_predictor(device)
     same = np.zeros(t, np.int64)
     correct = None if y is None else np.zeros(t, np.int64)
-    rows_total = t * n_trials
-    step = max(1, BATCH_BITS // max(width, 1))
-    for start in range(0, rows_total, step):
-        stop = min(start + step, rows_total)
-        point = np.arange(start, stop, dtype=np.int64) // n_trials
+    for start, nrows in _batches(t, n_trials, width):
+        point = np.arange(start, start + nrows, dtype=np.int64) // n_trials
         bits = tx.take(point, axis=0)
         _apply_wire_fault(fault, bits, rng, n_sym)
         labels = np.asarray(predict(bits))
@@ -556,59 +567,124 @@ def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2):
     return same, correct
 
 
+def _nb_copies_agree(device, tx):
+    """Every copy of a feature carries the feature's bit (what ``transmit`` sends)."""
+    dec = np.empty((tx.shape[0], device.n_features), np.uint8)
+    _majority_decode(tx, device._reps, dec)
+    return bool(np.array_equal(np.repeat(dec, device.copies, axis=1), tx))
+
+
+def _nb_pairs(device, width):
+    """Per feature, the (wire word, bit mask) pairs holding its copies."""
+    owner = np.repeat(np.arange(device.n_features, dtype=np.int64), device.copies)
+    col = np.arange(width, dtype=np.int64)
+    word = col >> 6
+    key = owner * (1 + (width >> 6)) + word
+    uniq, first = np.unique(key, return_index=True)
+    pair_word = word[first]
+    pair_mask = np.zeros(uniq.size, np.uint64)
+    np.bitwise_or.at(pair_mask, np.searchsorted(uniq, key),
+                     np.left_shift(np.uint64(1), (col & 63).astype(np.uint64)))
+    feat_start = np.searchsorted(owner[first], np.arange(device.n_features + 1))
+    return pair_word, pair_mask, feat_start.astype(np.int64)
+
+
 def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
-    """Protected NB under XOR noise: draw each batch's error positions (the same
-    random draws as applying the fault to the bits) and re-decode only the
-    features they hit (``_nb_sparse_outcomes``); equal, trial for trial, to
-    running the device loop on the noisy rows."""
+    """Protected NB under XOR noise: consume each batch's error masks
+    (``_nb_outcomes``: a feature flips when more than r_j of its copies are in
+    error); equal, trial for trial, to running the device loop on the noisy rows."""
     t, width = tx.shape
-    n = device.n_features
-    owner = np.repeat(np.arange(n, dtype=np.int64), device.copies)
-    dec8 = np.empty((t, n), np.uint8)
+    dec8 = np.empty((t, device.n_features), np.uint8)
     _majority_decode(tx, device._reps, dec8)
-    clean_dec = dec8.astype(np.int64)
-    clean_counts = clean_dec * device.copies
     clean_acc = np.empty(t, np.int64)
     _accumulate(dec8, device._w, device.bias, clean_acc)
-    delta = 1 - 2 * tx.astype(np.int64)
+    swing = (1 - 2 * dec8.astype(np.int64)) * device._w.astype(np.int64)[None, :]
+    pair_word, pair_mask, feat_start = _nb_pairs(device, width)
+    reps = device._reps.astype(np.int64)
     same = np.zeros(t, np.int64)
     correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
-    dcount = np.zeros(n, np.int64)
-    touched = np.zeros(max(width, 1), np.int64)
-    rows_total = t * n_trials
-    step = max(1, BATCH_BITS // max(width, 1))
-    scratch = np.zeros(min(step, rows_total) * width, np.uint8)
-    for start in range(0, rows_total, step):
-        nrows = min(step, rows_total - start)
-        pos = fault.error_positions(nrows, width, rng, scratch)
-        _nb_sparse_outcomes(pos, start, nrows, n_trials, width, delta, owner, clean_counts,
-                            clean_dec, device._reps, device._w, clean_acc, clean, y_arr,
-                            same, correct, dcount, touched)
+    for start, nrows in _batches(t, n_trials, width):
+        masks = fault.error_masks(nrows, width, rng)
+        _nb_outcomes(masks, start, n_trials, pair_word, pair_mask, feat_start, reps, swing,
+                     clean_acc, clean, y_arr, same, correct)
     return same, (None if y is None else correct)
 
 
+def _doubled_distances(code, sym):
+    """(t, c) doubled Hamming distances of received symbols to every row, the
+    device's rule (``2 #(used and unequal) + unused``), in chunks of points."""
+    code = np.asarray(code, np.int64)
+    used = code >= 0
+    t, L = sym.shape
+    out = np.empty((t, code.shape[0]), np.int64)
+    step = max(1, (1 << 22) // max(1, code.size))
+    for a in range(0, t, step):
+        s = np.asarray(sym[a:a + step], np.int64)
+        out[a:a + step] = 2 * ((s[:, None, :] != code[None]) & used[None]).sum(axis=2)
+    return out + (~used).sum(axis=1)[None, :]
+
+
+def _flip_radius(dist, label):
+    """Per point, how many received symbols may change without any chance of
+    changing its label: each change moves every doubled distance by at most 2,
+    so the first minimum ``label`` stays while ``4 k < D_r - D_label`` for
+    rows before it and ``4 k <= D_r - D_label`` after it (ties go to the
+    lowest index)."""
+    t, c = dist.shape
+    if c < 2:
+        return np.full(t, np.iinfo(np.int64).max // 2, np.int64)
+    gap = dist - dist[np.arange(t), label][:, None]
+    rad = np.where(np.arange(c)[None, :] > label[:, None], gap // 4, (gap - 1) // 4)
+    rad[np.arange(t), label] = np.iinfo(np.int64).max // 2
+    return rad.min(axis=1)
+
+
 def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
-    """Binary ECOC under XOR noise on the learner outputs: draw each batch's error
-    positions (the same random draws as applying the fault to the bits) and
-    decode only the rows they hit (``_ecoc_sparse_outcomes``); equal, trial for
-    trial, to decoding every noisy row with the device."""
+    """Binary ECOC under XOR noise on the learner outputs: XOR each batch's error
+    masks into the point's packed clean outputs and decode Hamming-nearest
+    (``_ecoc_binary_outcomes``); equal, trial for trial, to decoding every
+    noisy row with the device."""
     t, width = tx.shape
     clean_words = np.empty((t, ecoc._code_bits.shape[1]), np.uint64)
     _pack(tx.astype(np.int16), clean_words)
+    radius = _flip_radius(_doubled_distances(ecoc.code, tx), clean)
     same = np.zeros(t, np.int64)
     correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
-    word = np.empty(clean_words.shape[1], np.uint64)
-    rows_total = t * n_trials
-    step = max(1, BATCH_BITS // max(width, 1))
-    scratch = np.zeros(min(step, rows_total) * width, np.uint8)
-    for start in range(0, rows_total, step):
-        nrows = min(step, rows_total - start)
-        pos = fault.error_positions(nrows, width, rng, scratch)
-        _ecoc_sparse_outcomes(pos, start, nrows, n_trials, width, clean_words,
-                              ecoc._code_bits, ecoc._code_used, ecoc.unused, clean, y_arr,
-                              same, correct, word)
+    for start, nrows in _batches(t, n_trials, width):
+        masks = fault.error_masks(nrows, width, rng)
+        _ecoc_binary_outcomes(masks, start, n_trials, clean_words, ecoc._code_bits,
+                              ecoc._code_used, ecoc.unused, radius, clean, y_arr, same,
+                              correct)
+    return same, (None if y is None else correct)
+
+
+def _symbol_point(ecoc, tx, clean, y, fault, rng, n_trials, n_sym):
+    """N-ary ECOC: each event of the fault's masks replaces a symbol by a uniformly
+    random other one; only the rows with events are re-decoded, by updating the
+    clean doubled distances per event (``_ecoc_symbol_outcomes``). Same draws
+    and counts as :func:`_apply_wire_fault` plus the device's decoder."""
+    t, width = tx.shape
+    code = np.asarray(ecoc.code, dtype=np.int64)
+    used = code >= 0
+    clean_dist = _doubled_distances(code, tx)
+    radius = _flip_radius(clean_dist, clean)
+    # step[j, a, b, r]: change of the doubled distance to row r when symbol a of
+    # column j is received as b
+    s = np.arange(n_sym)
+    neq = (s[None, :, None] != code.T[:, None, :]) & used.T[:, None, :]     # (L, N, c)
+    step = np.ascontiguousarray(2 * (neq[:, None, :, :].astype(np.int32)
+                                     - neq[:, :, None, :]))                # (L, a, b, c)
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    y_arr = np.empty(0, np.int64) if y is None else y
+    clean_dist = clean_dist.astype(np.int32)
+    dist = np.empty(code.shape[0], np.int32)
+    for start, nrows in _batches(t, n_trials, width):
+        masks = fault.error_masks(nrows, width, rng)
+        _ecoc_symbol_outcomes(masks, start, n_trials, tx, step, clean_dist, n_sym,
+                              _draw_seed(rng), radius, clean, y_arr, same, correct, dist)
     return same, (None if y is None else correct)
 
 

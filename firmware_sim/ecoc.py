@@ -446,7 +446,14 @@ class ECOCDevice:
         }
 
     def _depths(self):
-        """Depth (internal nodes on the longest root-leaf path) of each column's tree."""
+        """Depth (internal nodes on the longest root-leaf path) of each column's tree
+        (computed once: the trees of a loaded device do not change)."""
+        cached = getattr(self, "_depth_cache", None)
+        if cached is None:
+            cached = self._depth_cache = self._tree_depths()
+        return cached
+
+    def _tree_depths(self):
         out = np.zeros(self.n_columns, np.int64)
         for j, r in enumerate(self._root):
             stack = [(int(r), 0)]

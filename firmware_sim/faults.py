@@ -36,7 +36,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._kernels.faults import _bernoulli_errors, _gilbert_elliott
+from ._kernels.faults import _bsc_masks, _gilbert_elliott_masks, _masks_from_bits, _xor_masks
 from .artifact import Container, read_container, write_container
 from .channel import _bernoulli_positions, _flip_inplace, check_bits, check_channel_eps, \
     check_random_state
@@ -57,8 +57,7 @@ __all__ = [
 ]
 
 
-_NO_BITS = np.empty(0, np.uint8)
-_NO_POSITIONS = np.empty(0, np.int64)
+_NO_STATES = np.empty(0, np.uint8)
 
 
 def _draw_seed(rng):
@@ -66,17 +65,9 @@ def _draw_seed(rng):
     return int(rng.integers(0, 2**63 - 1))
 
 
-def _positions(n, mean, run, burst=1.0):
-    """Sorted error positions from a kernel ``run(out) -> count`` that writes at
-    most ``out.size`` of them; retried (same seed, same draws) if ``out`` was
-    too small. ``burst`` widens the first guess for clustered errors."""
-    cap = int(mean + 8.0 * math.sqrt(max(mean, 1.0) * burst) + 1024)
-    while True:
-        out = np.empty(max(1, min(cap, n)), np.int64)
-        count = run(out)
-        if count <= out.shape[0]:
-            return out[:count]
-        cap = count
+def _n_words(width):
+    """uint64 words per row of error masks."""
+    return max(1, (int(width) + 63) >> 6)
 
 
 def _prob(value, name, *, low=0.0, high=1.0):
@@ -173,19 +164,32 @@ class Fault:
         raise TypeError(f"{self.name} acts on container images, not on bits; use "
                         "apply_container(container, rng)")
 
+    def error_masks(self, nrows, width, rng):
+        """Error masks of an additive fault on ``nrows`` rows of ``width`` bits.
+
+        Returns a uint64 array ``(nrows, ceil(width / 64))``: bit ``b`` of
+        word ``w`` of row ``i`` is set when wire position ``64 w + b`` of row
+        ``i`` arrives flipped. The same random draws as :meth:`apply_inplace`
+        on such rows (which XORs exactly these masks into the bits), so a
+        campaign can consume the errors without building the noisy rows.
+        """
+        if not self.additive:
+            raise TypeError(f"{self.name} is not additive noise: its effect depends on the bits")
+        buf = np.zeros((nrows, width), np.uint8)
+        self.apply_inplace(buf, rng)
+        masks = np.empty((nrows, _n_words(width)), np.uint64)
+        _masks_from_bits(buf, masks)
+        return masks
+
     def error_positions(self, nrows, width, rng, scratch=None):
         """Sorted flat positions (``row * width + bit``) of the errors an additive
         fault puts on ``nrows`` rows of ``width`` bits: the same random draws as
-        :meth:`apply_inplace` on such rows. ``scratch``, if given, is a zeroed
-        uint8 buffer of at least ``nrows * width`` bytes, left zeroed."""
-        if not self.additive:
-            raise TypeError(f"{self.name} is not additive noise: its effect depends on the bits")
-        n = nrows * width
-        buf = np.zeros(n, np.uint8) if scratch is None else scratch[:n]
-        self.apply_inplace(buf.reshape(nrows, width), rng)
-        pos = np.flatnonzero(buf).astype(np.int64)
-        buf[pos] = 0
-        return pos
+        :meth:`apply_inplace` and :meth:`error_masks` on such rows. (``scratch``
+        is accepted for compatibility and unused.)"""
+        masks = self.error_masks(nrows, width, rng)
+        bits = np.zeros((nrows, width), np.uint8)
+        _xor_masks(bits, masks)
+        return np.flatnonzero(bits).astype(np.int64)
 
     def apply(self, bits, random_state=None):
         """Faulty copy of ``bits`` (array-like of 0/1; rows are transmissions,
@@ -228,14 +232,16 @@ class BSC(Fault):
 
     Notes
     -----
-    The gaps between flips are drawn (geometric skipping), so the cost grows
-    with the number of flips, not of bits: for one eps, a numba kernel
-    (``_bernoulli_errors``) draws each gap from a splitmix64 stream through
-    an exact inversion table (a log only for the rare uniforms whose bin
-    straddles two gap values), one uniform per bit above eps = 0.25; per-bit
-    eps uses :func:`firmware_sim.channel.bsc`'s sampler. The random stream
-    therefore differs from ``channel.bsc`` for the same seed (same law).
-    Closed form: each bit is wrong with probability eps, independently.
+    For one eps a numba kernel (``_bsc_masks``) draws the errors of the
+    whole row-major bit stream from a splitmix64 stream, as error masks
+    (:meth:`error_masks`): below eps = 1/32 by geometric skipping (the gaps
+    between errors, through an exact inversion table; cost per error), from
+    1/32 up 64 bits at a time by comparing 64 uniforms digit by digit with
+    the exact binary expansion of eps (about log2(64) + 2 random words per 64
+    bits, whatever eps). Per-bit eps uses :func:`firmware_sim.channel.bsc`'s
+    sampler. The random stream therefore differs from ``channel.bsc`` for the
+    same seed (same law). Closed form: each bit is wrong with probability
+    eps, independently.
 
     Examples
     --------
@@ -277,17 +283,18 @@ class BSC(Fault):
             raise ValueError(f"eps has {self.eps.shape[0]} entries but rows have {width} bits")
 
     def apply_inplace(self, bits, rng):
-        flat = bits.reshape(-1)
         if isinstance(self.eps, float):
-            _bernoulli_errors(flat, flat.size, self.eps, _draw_seed(rng), _NO_POSITIONS)
+            _xor_masks(bits, self.error_masks(bits.shape[0], bits.shape[1], rng))
         else:
-            _flip_inplace(flat, bits.shape[-1], self.eps, rng)
+            _flip_inplace(bits.reshape(-1), bits.shape[-1], self.eps, rng)
 
-    def error_positions(self, nrows, width, rng, scratch=None):
+    def error_masks(self, nrows, width, rng):
         if not isinstance(self.eps, float):
-            return super().error_positions(nrows, width, rng, scratch)
-        n, eps, seed = nrows * width, self.eps, _draw_seed(rng)
-        return _positions(n, n * eps, lambda out: _bernoulli_errors(_NO_BITS, n, eps, seed, out))
+            return super().error_masks(nrows, width, rng)
+        masks = np.empty((nrows, _n_words(width)), np.uint64)
+        flat = np.empty((nrows * width + 63) >> 6, np.uint64)
+        _bsc_masks(nrows, width, self.eps, _draw_seed(rng), flat, masks)
+        return masks
 
 
 class GilbertElliott(Fault):
@@ -319,7 +326,9 @@ class GilbertElliott(Fault):
     ``(1 - pi_B) eps_good + pi_B eps_bad``. :meth:`with_params` also takes
     ``flip_rate`` (solve ``p`` for that mean rate at fixed ``r``, ``eps_good``,
     ``eps_bad``; see :meth:`from_flip_rate`). The numba kernel draws whole
-    sojourns and skips to flips: cost O(state changes + flips).
+    sojourns (geometric lengths) and each sojourn's errors as :class:`BSC`
+    does (skipping for a small rate, 64 bits per few random words for a
+    large one): cost O(state changes + errors), not O(bits).
 
     Examples
     --------
@@ -425,17 +434,13 @@ class GilbertElliott(Fault):
         return _draw_seed(rng)
 
     def apply_inplace(self, bits, rng):
-        flat = bits.reshape(-1)
-        _gilbert_elliott(flat, flat.size, bits.shape[-1], self.p, self.r, self.eps_good,
-                         self.eps_bad, self.continuous, self._seed(rng), _NO_BITS,
-                         _NO_POSITIONS)
+        _xor_masks(bits, self.error_masks(bits.shape[0], bits.shape[1], rng))
 
-    def error_positions(self, nrows, width, rng, scratch=None):
-        n, seed = nrows * width, self._seed(rng)
-        args = (self.p, self.r, self.eps_good, self.eps_bad, self.continuous, seed, _NO_BITS)
-        return _positions(n, n * self.mean_flip_rate,
-                          lambda out: _gilbert_elliott(_NO_BITS, n, width, *args, out),
-                          burst=1.0 + width)
+    def error_masks(self, nrows, width, rng):
+        masks = np.empty((nrows, _n_words(width)), np.uint64)
+        _gilbert_elliott_masks(nrows, width, self.p, self.r, self.eps_good, self.eps_bad,
+                               self.continuous, self._seed(rng), masks, _NO_STATES)
+        return masks
 
     def sample_states(self, shape, random_state=None):
         """States (1 = Bad) the chain visits for rows of bits of ``shape``: for
@@ -443,10 +448,11 @@ class GilbertElliott(Fault):
         rng = check_random_state(random_state)
         shape = tuple(shape)
         n = math.prod(shape)
+        width = shape[-1] if shape else 1
         states = np.empty(n, np.uint8)
-        _gilbert_elliott(np.zeros(n, np.uint8), n, shape[-1], self.p, self.r, self.eps_good,
-                         self.eps_bad, self.continuous, self._seed(rng), states,
-                         np.empty(0, np.int64))
+        masks = np.empty((n // width if width else 0, _n_words(width)), np.uint64)
+        _gilbert_elliott_masks(masks.shape[0], width, self.p, self.r, self.eps_good,
+                               self.eps_bad, self.continuous, self._seed(rng), masks, states)
         return states.reshape(shape)
 
 

@@ -65,6 +65,57 @@ def test_bsc_validation_messages():
     assert BSC(0.1).with_params(flip_rate=0.3) == BSC(0.3)
 
 
+@pytest.mark.parametrize("eps", [0.004, 1.0 / 32.0 - 1e-9, 1.0 / 32.0, 0.1, 1.0 / 3.0, 0.5,
+                                 0.75, 0.999])
+@pytest.mark.parametrize("width", [7, 48, 64, 150])
+def test_bsc_masks_per_row_counts_are_binomial(eps, width):
+    # both samplers (skipping below 1/32, digit comparison from 1/32 up), every
+    # row width (one word, exactly one, several, straddling the flat stream)
+    from scipy.stats import binom, chisquare
+    rows = 4000
+    masks = BSC(eps).error_masks(rows, width, np.random.default_rng(11))
+    assert masks.shape == (rows, (width + 63) // 64) and masks.dtype == np.uint64
+    bits = np.unpackbits(masks.view(np.uint8), axis=1, bitorder="little")[:, :width]
+    tail = np.unpackbits(masks.view(np.uint8), axis=1, bitorder="little")[:, width:]
+    assert not tail.any()                        # nothing past the row's last bit
+    assert _within(int(bits.sum()), bits.size, eps)
+    assert all(_within(int(c), rows, eps, z=5.5) for c in bits.sum(axis=0))  # every position
+    # errors per row ~ Binomial(width, eps): chi-square over the likely counts
+    k = bits.sum(axis=1)
+    pmf = binom.pmf(np.arange(width + 1), width, eps)
+    keep = pmf * rows >= 5
+    obs = np.array([np.sum(k == i) for i in np.flatnonzero(keep)] + [np.sum(~keep[k])])
+    exp = np.concatenate([pmf[keep], [pmf[~keep].sum()]]) * rows
+    obs, exp = obs[exp > 0], exp[exp > 0]
+    assert chisquare(obs, exp * obs.sum() / exp.sum()).pvalue > 1e-4
+
+
+def test_bsc_masks_positions_and_apply_are_one_draw():
+    for f in (BSC(0.01), BSC(0.2), GilbertElliott(0.05, 0.3),
+              Compose([BSC(0.1), GilbertElliott(0.05, 0.3, eps_bad=0.7)])):
+        masks = f.error_masks(300, 70, np.random.default_rng(5))
+        bits = np.zeros((300, 70), np.uint8)
+        f.apply_inplace(bits, np.random.default_rng(5))
+        ref = np.unpackbits(masks.view(np.uint8), axis=1, bitorder="little")[:, :70]
+        np.testing.assert_array_equal(bits, ref)
+        pos = f.error_positions(300, 70, np.random.default_rng(5))
+        np.testing.assert_array_equal(pos, np.flatnonzero(ref))
+    with pytest.raises(TypeError, match="not additive"):
+        StuckAt(stuck1=[0]).error_masks(2, 3, np.random.default_rng(0))
+
+
+def test_bsc_digit_sampler_is_exact_for_dyadic_eps():
+    # eps = 1/2: one random word decides all 64 lanes, half of them on average;
+    # 3/8 needs three digits; both rates are exact Binomial draws
+    for eps in (0.5, 0.375):
+        masks = BSC(eps).error_masks(20000, 64, np.random.default_rng(2))
+        n = int(sum(bin(int(m)).count("1") for m in masks[:, 0]))
+        assert _within(n, masks.size * 64, eps, z=4.0)
+    assert not BSC(0.0).error_masks(10, 100, np.random.default_rng(0)).any()
+    full = BSC(1.0).error_masks(3, 100, np.random.default_rng(0))
+    assert full[:, 0].tolist() == [2**64 - 1] * 3 and full[:, 1].tolist() == [2**36 - 1] * 3
+
+
 # ---------------------------------------------------------------- Gilbert-Elliott
 def test_gilbert_elliott_stationary_bad_probability():
     ge = GilbertElliott(0.02, 0.25)

@@ -11,6 +11,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .bits import _lowest_bit
+
 @njit(cache=True, inline="always")
 def _splitmix_raw(state):
     """Advance a splitmix64 state (uint64 array of length 1); return 64 random bits."""
@@ -44,269 +46,279 @@ def _geometric_table(inv_log1mp, table):
         hi = (b + 1) / k - last
         g_lo = math.floor(math.log(1.0 - lo) * inv_log1mp)
         g_hi = math.floor(math.log(1.0 - hi) * inv_log1mp)
-        table[b] = g_lo if g_lo == g_hi else -1
+        table[b] = g_lo if g_lo == g_hi and g_lo < 2147483647 else -1   # int32 tables
 
 
 @njit(cache=True, inline="always")
-def _geometric(state, inv_log1mp, table):
+def _geometric(state, inv_log1mp, tables, row):
     """Failures before the first success of Bernoulli(p): floor(log(1-U) / log(1-p)),
-    by table lookup for most U (see :func:`_geometric_table`), else by the log.
-
-    ``inv_log1mp = 1 / log(1 - p)`` for 0 < p < 1.
+    by lookup in ``tables[row]`` for most U (see :func:`_geometric_table`), else
+    by the log. ``inv_log1mp = 1 / log(1 - p)`` for 0 < p < 1.
     """
     z = _splitmix_raw(state)
-    g = table[np.int64(z >> np.uint64(64 - TABLE_BITS))]
+    g = tables[row, np.int64(z >> np.uint64(64 - TABLE_BITS))]
     if g >= 0:
         return g
     u = float(z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-    return np.int64(math.floor(math.log(1.0 - u) * inv_log1mp))
+    g = math.floor(math.log(1.0 - u) * inv_log1mp)
+    return np.int64(g) if g < 4.0e18 else np.int64(4000000000000000000)  # no int64 overflow
 
 
-#: Above this flip probability a segment draws one uniform per bit instead of
-#: geometric gaps (a log per flip costs more than a comparison per bit).
-DENSE_EPS = 0.25
+#: Below this probability a Bernoulli stream is drawn by geometric skipping
+#: (cost per success); from it up, 64 lanes at a time by
+#: :func:`_bernoulli_word` (cost per word, about log2(64) + 2 random words).
+GEOMETRIC_EPS = 1.0 / 32.0
+
+#: Binary digits of a probability kept by :func:`_eps_digits` (a float64 in
+#: (0, 1) has no 1 digit beyond them).
+MAX_DIGITS = 1100
+
+#: Digit comparisons :func:`_bernoulli_word` makes before it starts looking
+#: whether every lane is decided (fewer branches; extra draws are cheap).
+UNROLL = 8
+
+_ONE = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 @njit(cache=True, inline="always")
-def _flip_segment(flat, out, count, start, stop, eps, inv_eps, table, state):
-    """Errors in positions [start, stop), each with probability eps: geometric
-    skipping (``table``: :func:`_geometric_table` of eps) up to ``DENSE_EPS``,
-    one uniform per bit above. With ``out`` empty the errors flip ``flat`` in
-    place; else their positions go to ``out`` (counted past its capacity so
-    the caller can retry bigger). Returns the running error count."""
-    if eps <= 0.0:
-        return count
-    cap = out.shape[0]
-    xor = cap == 0
-    if eps >= 1.0 or eps > DENSE_EPS:
-        for k in range(start, stop):
-            if eps >= 1.0 or _splitmix_next(state) < eps:
-                if xor:
-                    flat[k] ^= 1
-                elif count < cap:
-                    out[count] = k
-                count += 1
-        return count
-    pos = start - 1
-    last = stop - 1
-    if xor:
-        while True:
-            pos += _geometric(state, inv_eps, table) + 1
-            if pos > last:
-                return count
-            flat[pos] ^= 1
-            count += 1
-    while True:
-        pos += _geometric(state, inv_eps, table) + 1
-        if pos > last:
-            return count
-        if count < cap:
-            out[count] = pos
-        count += 1
+def _lane_mask(lo, hi):
+    """uint64 with bits lo .. hi - 1 set (0 <= lo < hi <= 64)."""
+    width = hi - lo
+    m = _ALL if width == 64 else (_ONE << np.uint64(width)) - _ONE
+    return m << np.uint64(lo)
 
 
 @njit(cache=True)
-def _bernoulli_errors(flat, n, eps, seed, out):
-    """Each of ``n`` bits in error with probability eps: flips ``flat`` in place
-    (``out`` empty) or writes the sorted error positions to ``out``. Returns the
-    number of errors (see :func:`_gilbert_elliott` for ``out`` too small)."""
-    state = np.empty(1, np.uint64)
-    state[0] = np.uint64(seed)
-    table = np.full(1 << TABLE_BITS, -1, np.int64)
-    inv = 1.0 / math.log1p(-eps) if 0.0 < eps < 1.0 else 0.0
-    if 0.0 < eps <= DENSE_EPS:
-        _geometric_table(inv, table)
-    return _flip_segment(flat, out, 0, 0, n, eps, inv, table, state)
+def _eps_digits(eps, digits):
+    """The exact binary expansion of a float eps in [0, 1) as word masks:
+    ``digits[k]`` is all ones when digit k + 1 of eps is 1, else 0. Returns the
+    number of digits up to the last 1 (0 for eps = 0)."""
+    d = eps
+    last = 0
+    for k in range(digits.shape[0]):
+        d = d * 2.0                      # exact in binary floating point
+        if d >= 1.0:
+            d -= 1.0
+            digits[k] = _ALL
+            last = k + 1
+        else:
+            digits[k] = 0
+    return last
+
+
+@njit(cache=True, inline="always")
+def _bernoulli_word(lanes, digits, row, n_digits, state):
+    """Independent Bernoulli(eps) bits on the set bits of ``lanes`` (others 0).
+
+    Lane i is 1 when a uniform U_i < eps. The binary digits of all 64 U_i are
+    drawn one random word at a time and compared with eps's exact binary
+    expansion (``digits[row]``, ``n_digits`` from :func:`_eps_digits`), most
+    significant first: a lane is decided at its first digit that differs
+    from eps's (U_i < eps where eps has the 1); lanes still equal after the
+    last 1 digit of eps have U_i >= eps. About log2(lanes) + 2 words per
+    call; exact for the float eps (no rounding anywhere). The first
+    ``UNROLL`` digits (fewer if eps has fewer) are compared unconditionally
+    (digit masks instead of branches), then only while a lane is undecided.
+    """
+    flip = np.uint64(0)
+    und = lanes
+    for k in range(UNROLL if n_digits > UNROLL else n_digits):
+        u = _splitmix_raw(state)
+        e = digits[row, k]
+        flip |= und & ~u & e
+        und &= ~(u ^ e)
+    k = UNROLL
+    while und != 0 and k < n_digits:
+        u = _splitmix_raw(state)
+        e = digits[row, k]
+        flip |= und & ~u & e
+        und &= ~(u ^ e)
+        k += 1
+    return flip
 
 
 @njit(cache=True)
-def _gilbert_elliott(flat, n, length, p, r, eps_good, eps_bad, continuous, seed, states, out):
-    """Gilbert-Elliott burst channel on ``n`` bits in rows of ``length``.
+def _sampler(probs):
+    """Per probability p: ``1 / log(1 - p)``, its geometric inversion table
+    and its binary digits (:func:`_eps_digits`), for :func:`_bernoulli_fill`."""
+    m = probs.shape[0]
+    inv = np.zeros(m)
+    tables = np.full((m, 1 << TABLE_BITS), -1, np.int32)
+    digits = np.zeros((m, MAX_DIGITS), np.uint64)
+    n_digits = np.zeros(m, np.int64)
+    for i in range(m):
+        p = probs[i]
+        if 0.0 < p < 1.0:
+            inv[i] = 1.0 / math.log1p(-p)
+            _geometric_table(inv[i], tables[i])
+            n_digits[i] = _eps_digits(p, digits[i])
+    return inv, tables, digits, n_digits
 
-    A two-state Markov chain (good G, bad B) runs along each row; per bit it
-    moves G -> B with probability ``p`` and B -> G with probability ``r``; a
-    bit is flipped with probability ``eps_good`` in G and ``eps_bad`` in B.
-    Each row starts in B with the stationary probability ``p / (p + r)``
-    unless ``continuous`` (then the chain runs on across rows, starting
-    stationary). Sojourns are drawn whole (geometric lengths) and sparse flips
-    are skipped to, so the cost grows with the number of state changes and
-    flips, not with the number of bits.
 
-    Output: with ``out`` empty, flips ``flat`` (size ``n``) in place; else
-    writes the sorted error positions to ``out`` (``flat`` unused). Returns
-    the number of errors (more than ``out.shape[0]`` means ``out`` was too
-    small: retry with the same seed and a bigger one, the draws are the same).
-    If ``states`` has size ``n`` it receives every bit's state (1 = bad).
+@njit(cache=True)
+def _bsc_masks(nrows, width, eps, seed, flat, masks):
+    """BSC error masks: every one of ``nrows x width`` bits in error with
+    probability eps. The errors are drawn on the flat bit stream (row-major,
+    ``flat``: uint64 scratch of at least ``ceil(nrows * width / 64)`` words)
+    as one always-good Gilbert-Elliott row (:func:`_gilbert_elliott_masks`,
+    seeded with ``seed``), then cut into rows: ``masks[i, w]`` bit b is wire
+    position ``64 w + b`` of row i."""
+    nbits = nrows * width
+    nflat = (nbits + 63) >> 6
+    _gilbert_elliott_masks(1, nbits, 0.0, 1.0, eps, 0.0, False, seed,
+                           flat[:nflat].reshape(1, nflat), np.empty(0, np.uint8))
+    nw = masks.shape[1]
+    for i in range(nrows):
+        base = i * width
+        for w in range(nw):
+            start = base + (w << 6)
+            nb = width - (w << 6)
+            q = start >> 6
+            s = np.uint64(start & 63)
+            v = flat[q] >> s
+            if s != 0 and q + 1 < nflat:
+                v |= flat[q + 1] << (np.uint64(64) - s)
+            if nb < 64:
+                v &= (_ONE << np.uint64(nb)) - _ONE
+            masks[i, w] = v
+
+
+@njit(cache=True)
+def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, seed, masks,
+                           states):
+    """Gilbert-Elliott error masks (layout of :func:`_bsc_masks`).
+
+    A two-state Markov chain (0 good, 1 bad) runs along each row; per bit it
+    moves good -> bad with probability ``p`` and bad -> good with ``r``; a bit
+    is in error with probability ``eps_good`` / ``eps_bad`` in its state. Each
+    row starts in bad with the stationary probability ``p / (p + r)`` unless
+    ``continuous`` (the chain runs on across rows, starting stationary).
+    Sojourns are drawn whole (geometric lengths); a sojourn's errors by
+    geometric skipping below ``GEOMETRIC_EPS``, else by
+    :func:`_bernoulli_word` on each word it covers: cost O(state changes +
+    words + sparse errors), not O(bits). If ``states`` has ``nrows * width``
+    entries it receives every bit's state. (The segment filling is written
+    out here, not in a helper: a call taking the sampler's arrays costs more
+    than a sojourn.)
     """
     state = np.empty(1, np.uint64)
     state[0] = np.uint64(seed)
-    record = states.shape[0] == n
-    inv_p = 1.0 / math.log1p(-p) if 0.0 < p < 1.0 else 0.0
-    inv_r = 1.0 / math.log1p(-r) if 0.0 < r < 1.0 else 0.0
-    inv_eg = 1.0 / math.log1p(-eps_good) if 0.0 < eps_good < 1.0 else 0.0
-    inv_eb = 1.0 / math.log1p(-eps_bad) if 0.0 < eps_bad < 1.0 else 0.0
+    record = states.shape[0] == nrows * width
+    # index s: leave probability of state s; 2 + s: error probability in state s
+    probs = np.array([p, r, eps_good, eps_bad])
+    inv, tables, digits, n_digits = _sampler(probs)
     pi_bad = p / (p + r) if p + r > 0.0 else 0.0
-    k = 1 << TABLE_BITS
-    t_p, t_r = np.full(k, -1, np.int64), np.full(k, -1, np.int64)
-    t_eg, t_eb = np.full(k, -1, np.int64), np.full(k, -1, np.int64)
-    if 0.0 < p < 1.0:
-        _geometric_table(inv_p, t_p)
-    if 0.0 < r < 1.0:
-        _geometric_table(inv_r, t_r)
-    if 0.0 < eps_good <= DENSE_EPS:
-        _geometric_table(inv_eg, t_eg)
-    if 0.0 < eps_bad <= DENSE_EPS:
-        _geometric_table(inv_eb, t_eb)
-    rows = n // length if length > 0 else 0
-    bad = False
-    count = 0
-    for row in range(rows):
-        row_start = row * length
-        row_stop = row_start + length
+    nw = masks.shape[1]
+    flat = masks.reshape(-1)
+    for w in range(flat.shape[0]):
+        flat[w] = 0
+    s = 0
+    for row in range(nrows):
         if row == 0 or not continuous:
-            bad = _splitmix_next(state) < pi_bad
-        pos = row_start
-        while pos < row_stop:
-            # sojourn in the current state: Geometric on {1, 2, ...} bits
-            # leave probability of the current state, and its flip probability
-            if bad:
-                q, inv_q, t_q = r, inv_r, t_r
-                e, inv_e, t_e = eps_bad, inv_eb, t_eb
-            else:
-                q, inv_q, t_q = p, inv_p, t_p
-                e, inv_e, t_e = eps_good, inv_eg, t_eg
+            s = 1 if _splitmix_next(state) < pi_bad else 0
+        base = row * nw * 64
+        pos = 0
+        while pos < width:
+            q = probs[s]
             if q <= 0.0:
-                stop = row_stop
+                stop = width
                 ends = False
             elif q >= 1.0:
                 stop = pos + 1
                 ends = True
             else:
-                stop = pos + _geometric(state, inv_q, t_q) + 1
-                ends = stop <= row_stop
+                stop = pos + _geometric(state, inv[s], tables, s) + 1
+                ends = stop <= width
                 if not ends:
-                    stop = row_stop
-            if e > 0.0:
-                count = _flip_segment(flat, out, count, pos, stop, e, inv_e, t_e, state)
+                    stop = width
+            # errors of the sojourn: bits [a, b) of the row, rate probs[2 + s]
+            e = 2 + s
+            eps = probs[e]
+            a = base + pos
+            b = base + stop
+            if eps >= GEOMETRIC_EPS:
+                k = a >> 6
+                while (k << 6) < b:
+                    k0 = k << 6
+                    lanes = _lane_mask(a - k0 if a > k0 else 0, b - k0 if b - k0 < 64 else 64)
+                    if eps >= 1.0:
+                        flat[k] |= lanes
+                    else:
+                        flat[k] |= _bernoulli_word(lanes, digits, e, n_digits[e], state)
+                    k += 1
+            elif eps > 0.0:
+                x = a - 1
+                while True:
+                    x += _geometric(state, inv[e], tables, e) + 1
+                    if x >= b:
+                        break
+                    flat[x >> 6] |= _ONE << np.uint64(x & 63)
             if record:
-                for k in range(pos, stop):
-                    states[k] = 1 if bad else 0
+                for j in range(row * width + pos, row * width + stop):
+                    states[j] = s
             if ends:  # the sojourn ended inside the row: switch state
-                bad = not bad
+                s = 1 - s
             # else the row ended mid-sojourn; by memorylessness a continuous
             # chain goes on in the same state with a fresh geometric length
             pos = stop
-    return count
 
 
 @njit(cache=True)
-def _nb_sparse_outcomes(positions, row0, nrows, n_trials, width, delta, owner, clean_counts,
-                        clean_dec, reps, weights, clean_acc, clean_label, y, same, correct,
-                        dcount, touched):
-    """Protected naive Bayes outcomes of a batch of noisy rows from their error positions.
-
-    Row ``i`` of the batch is trial ``(row0 + i) % n_trials`` of point
-    ``(row0 + i) // n_trials``; ``positions`` (sorted, flat in the batch:
-    ``i * width + wire position``) are the bits that arrive flipped;
-    ``delta[p, c]`` is +1 if point p sends 0 on wire position c (a flip adds
-    a vote for 1) and -1 if it sends 1. Only the features hit by an error are
-    re-decoded: vote count = clean count + the deltas; a feature whose
-    majority changes moves the accumulator by its weight. This equals
-    majority-decoding and accumulating the whole noisy row (the device loop,
-    ``_decode_accumulate``) at a cost O(rows + errors). Adds to ``same[p]``
-    (label equals the clean label) and, when ``y`` has one entry per point,
-    to ``correct[p]``. Scratch: ``dcount`` (n,) zeros (left zeroed),
-    ``touched`` (width,).
-    """
-    k = 0
-    npos = positions.shape[0]
-    has_y = y.shape[0] == same.shape[0]
-    g = row0
-    p = g // n_trials
-    left = n_trials - g % n_trials          # rows left for point p
-    for i in range(nrows):
-        if left == 0:
-            p += 1
-            left = n_trials
-        left -= 1
-        row_base = i * width
-        row_end = row_base + width
-        nt = 0
-        while k < npos and positions[k] < row_end:
-            col = positions[k] - row_base
-            j = owner[col]
-            dcount[j] += delta[p, col]
-            touched[nt] = j
-            nt += 1
-            k += 1
-        acc = clean_acc[p]
-        for q in range(nt):
-            j = touched[q]
-            d = dcount[j]
-            if d != 0:
-                dcount[j] = 0
-                dec = 1 if clean_counts[p, j] + d > reps[j] else 0
-                acc += (dec - clean_dec[p, j]) * weights[j]
-        label = 1 if acc > 0 else 0
-        same[p] += 1 if label == clean_label[p] else 0
-        if has_y:
-            correct[p] += 1 if label == y[p] else 0
+def _masks_from_bits(bits, masks):
+    """Pack 0/1 rows (uint8, (t, L)) into error masks (layout of :func:`_bsc_masks`)."""
+    n, L = bits.shape
+    for i in range(n):
+        for w in range(masks.shape[1]):
+            masks[i, w] = 0
+        for j in range(L):
+            if bits[i, j]:
+                masks[i, j >> 6] |= _ONE << np.uint64(j & 63)
 
 
 @njit(cache=True)
-def _ecoc_sparse_outcomes(positions, row0, nrows, n_trials, width, clean_words, code, used,
-                          unused, clean_label, y, same, correct, word):
-    """Binary-ECOC outcomes of a batch of noisy rows from their error positions.
+def _xor_masks(bits, masks):
+    """``bits ^= masks`` (0/1 uint8 rows (t, L), masks in the layout of :func:`_bsc_masks`)."""
+    n, L = bits.shape
+    for i in range(n):
+        for w in range(masks.shape[1]):
+            m = masks[i, w]
+            while m:
+                j = (w << 6) + np.int64(_lowest_bit(m))
+                bits[i, j] ^= 1
+                m &= m - _ONE
 
-    Row ``i`` of the batch is trial ``(row0 + i) % n_trials`` of point
-    ``(row0 + i) // n_trials``; ``positions`` (sorted, flat in the batch) are
-    the learner outputs that arrive flipped. A row without errors decodes to
-    the clean label; a row with errors XORs them into the point's packed
-    clean outputs ``clean_words[p]`` (column j = bit j % 64 of word j // 64)
-    and decodes Hamming-nearest exactly as the device does
-    (``2 popcount((w ^ c) & used) + unused``, first minimum). Cost
-    O(rows + errors x classes). Adds to ``same[p]`` and, when ``y`` has one
-    entry per point, ``correct[p]``. Scratch: ``word`` (n_words,) uint64.
-    """
-    k = 0
-    npos = positions.shape[0]
-    has_y = y.shape[0] == same.shape[0]
-    n_words = clean_words.shape[1]
-    c = code.shape[0]
-    one = np.uint64(1)
-    g = row0
-    p = g // n_trials
-    left = n_trials - g % n_trials
-    for i in range(nrows):
-        if left == 0:
-            p += 1
-            left = n_trials
-        left -= 1
-        row_end = (i + 1) * width
-        if k >= npos or positions[k] >= row_end:
-            label = clean_label[p]
-        else:
-            row_base = i * width
-            for w in range(n_words):
-                word[w] = clean_words[p, w]
-            while k < npos and positions[k] < row_end:
-                col = positions[k] - row_base
-                word[col >> 6] ^= one << np.uint64(col & 63)
-                k += 1
-            label = 0
-            bestd = -1
-            for r in range(c):
-                d = 0
-                for w in range(n_words):
-                    x = (word[w] ^ code[r, w]) & used[r, w]
-                    while x:            # Kernighan popcount: few set bits here
-                        x &= x - one
-                        d += 1
-                d = 2 * d + unused[r]
-                if bestd < 0 or d < bestd:
-                    bestd = d
-                    label = r
-        if label == clean_label[p]:
-            same[p] += 1
-        if has_y and label == y[p]:
-            correct[p] += 1
+
+@njit(cache=True, inline="always")
+def _uniform_below(state, m):
+    """Uniform integer in [0, m) for 1 <= m < 2**32 (multiply-shift with
+    rejection: exactly uniform)."""
+    mm = np.uint64(m)
+    x = _splitmix_raw(state) >> np.uint64(32)
+    prod = x * mm
+    low = prod & np.uint64(0xFFFFFFFF)
+    if low < mm:
+        threshold = (np.uint64(0x100000000) - mm) % mm
+        while low < threshold:
+            x = _splitmix_raw(state) >> np.uint64(32)
+            prod = x * mm
+            low = prod & np.uint64(0xFFFFFFFF)
+    return np.int64(prod >> np.uint64(32))
+
+
+@njit(cache=True)
+def _replace_symbols(frame, masks, n_sym, seed):
+    """N-ary wire: every event of ``masks`` replaces that symbol of ``frame``
+    ((t, L) uint8) by one of the other ``n_sym - 1`` symbols chosen uniformly;
+    events in row-major order, shifts from a splitmix64 stream (``seed``)."""
+    state = np.empty(1, np.uint64)
+    state[0] = np.uint64(seed)
+    n = frame.shape[0]
+    for i in range(n):
+        for w in range(masks.shape[1]):
+            m = masks[i, w]
+            while m:
+                j = (w << 6) + np.int64(_lowest_bit(m))
+                m &= m - _ONE
+                v = np.int64(frame[i, j]) + 1 + _uniform_below(state, n_sym - 1)
+                frame[i, j] = v - n_sym if v >= n_sym else v
