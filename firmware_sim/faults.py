@@ -784,14 +784,35 @@ class ParameterUpset(Fault):
                             f"{type(container).__name__}")
         if self.checked:
             return read_container(upset_bytes(container.tobytes(), rng, self.rate, self.count))
+        pos = _flip_positions(self.targeted_bits(container), rng, self.rate, self.count)
+        return self.apply_positions(container, pos)
+
+    def apply_positions(self, container, positions):
+        """The image with the given targeted bits flipped, parsed.
+
+        ``positions`` index the bits :meth:`targeted_bits` counts: bit ``k`` is
+        bit ``k % 8`` (LSB first) of byte ``k // 8`` of the targeted arrays'
+        bytes, concatenated in the order of ``arrays`` (default: the
+        container's order); with ``checked`` the raw image's bytes. Raises
+        ContainerError when the loader refuses the image (always, for a
+        checked upset).
+        """
+        positions = np.asarray(positions, np.int64).reshape(-1)
+        n = self.targeted_bits(container)
+        if positions.size and (positions.min() < 0 or positions.max() >= n):
+            raise ValueError(f"bit positions must be in [0, {n}); got "
+                             f"[{positions.min()}, {positions.max()}]")
+        if self.checked:
+            buf = np.frombuffer(container.tobytes(), np.uint8).copy()
+            _flip_bits_of_bytes(buf, positions)
+            return read_container(buf.tobytes())
         targets = self._targets(container)
         sizes = [a.nbytes for a in targets.values()]
         blob = np.concatenate([np.frombuffer(a.tobytes(), np.uint8) for a in targets.values()]) \
             if targets else np.empty(0, np.uint8)
-        pos = _flip_positions(8 * blob.size, rng, self.rate, self.count)
-        if pos.size == 0:
+        if positions.size == 0:
             return container
-        _flip_bits_of_bytes(blob, pos)
+        _flip_bits_of_bytes(blob, positions)
         arrays = dict(container.arrays)
         offset = 0
         for (name, a), size in zip(targets.items(), sizes):
