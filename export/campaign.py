@@ -19,8 +19,10 @@ campaign wherever a closed form exists:
   independently (ECOC): :func:`hamming_guarantee`, the probability that at
   most ``floor((d_r - 1) / 2)`` outputs flip (decoding is then guaranteed
   correct: a lower bound), and :func:`hamming_decoding_exact`, the exact
-  probability of decoding each class correctly, by enumerating the error
-  patterns (up to 20 learners);
+  probability of decoding each class correctly
+  (:func:`edgecode.ecoc.codeword_decoding_probabilities`: every received
+  word labelled once, the channel applied one learner axis at a time; up to
+  22 learners);
 * ECOC devices in campaigns (:class:`firmware_sim.campaign.ECOCOutputs`,
   independent noise on the learner outputs): :func:`analytic_ecoc`. A
   device's clean outputs need not be a codeword, so the code-level
@@ -31,9 +33,16 @@ campaign wherever a closed form exists:
   ``r``: the point's radius ``t(x)`` (``floor((d_r - 1) / 2)`` or more at a
   codeword). ``P(Binomial(n, eps) > t(x))`` averaged over the points bounds
   the label-change rate (any N: a replaced symbol also moves a distance by
-  at most 2). For binary learners with at most 16 columns the exact rate
-  comes from enumerating the ``2^n`` error patterns through the device's own
-  decoder (ties included), once per distinct clean output word.
+  at most 2). The exact rates (same classification and accuracy) come from
+  :func:`edgecode.ecoc.decoding_probabilities` with the device's code and
+  alphabet, for binary, ternary and N-ary learners alike, whenever the
+  ``N^n`` received words fit its limit (``2**22``: binary n <= 22, 3-ary
+  n <= 13, 5-ary n <= 9): it labels every received word with the device's
+  rule (doubled distances, ties to the lowest index) and applies the q-ary
+  symmetric channel to each class indicator, which is exact for any clean
+  output word. :func:`ecoc_exact_tables` (the ``2^n`` flip patterns of a
+  binary device through its own decoder, n <= 16) stays as a brute-force
+  reference.
 
 :func:`plot_campaign` draws the PNG (matplotlib, the ``plot`` extra, imported
 only there). :func:`burst_vs_independent` is the worked example of
@@ -45,6 +54,8 @@ import time
 
 import numpy as np
 
+from edgecode.ecoc.decoding_exact import DEFAULT_MAX_WORDS, codeword_decoding_probabilities, \
+    decoding_probabilities
 from firmware_sim.campaign import CampaignResult, ECOCOutputs, SSBCCodes, run_campaign
 from firmware_sim.faults import BSC, Compose, GilbertElliott, Interleave, StuckAt, \
     copy_major_order
@@ -110,13 +121,15 @@ def hamming_guarantee(code, eps):
     return {"d_r": d_r, "t": t, "p_guaranteed": p, "p_error_bound": 1.0 - p}
 
 
-def hamming_decoding_exact(code, eps, ties="first", max_learners=20):
+def hamming_decoding_exact(code, eps, ties="first", max_learners=22):
     """Exact probability that nearest-codeword decoding returns the true class.
 
     Every one of the n outputs flips independently with probability eps; the
     decoder picks the row nearest in Hamming distance to the received word.
-    The 2^n error patterns are enumerated (grouped into chunks), so
-    n <= ``max_learners``.
+    The ``2^n`` received words are labelled once and the channel is applied
+    to each class indicator (:func:`edgecode.ecoc.codeword_decoding_probabilities`,
+    ``O(c n 2^n)`` time, ``12 * 2^n`` bytes), so n <= ``max_learners``; for
+    N-ary or ternary codes call that function directly.
 
     Parameters
     ----------
@@ -138,40 +151,12 @@ def hamming_decoding_exact(code, eps, ties="first", max_learners=20):
     [0.972, 0.972]
     """
     code = _binary_code(code)
-    c, n = code.shape
+    n = code.shape[1]
     if n > max_learners:
-        raise ValueError(f"{n} learners: exact enumeration of 2**{n} error patterns is "
+        raise ValueError(f"{n} learners: exact enumeration of the 2**{n} received words is "
                          f"limited to {max_learners}; use hamming_guarantee for a bound")
-    if ties not in ("first", "split"):
-        raise ValueError(f"ties must be 'first' or 'split'; got {ties!r}")
-    eps = float(eps)
-    weights = 1 << np.arange(n, dtype=np.int64)
-    words = code.astype(np.int64) @ weights                     # row i as an integer
-    byte_pop = np.array([bin(b).count("1") for b in range(256)], np.int64)
-
-    def popcount(a):
-        out = np.zeros(a.shape, np.int64)
-        for shift in range(0, n, 8):
-            out += byte_pop[(a >> shift) & 0xFF]
-        return out
-
-    out = np.zeros(c)
-    chunk = 1 << 16
-    for start in range(0, 1 << n, chunk):
-        e = np.arange(start, min(start + chunk, 1 << n), dtype=np.int64)
-        k = popcount(e)
-        prob = eps ** k * (1.0 - eps) ** (n - k)
-        for i in range(c):
-            rx = words[i] ^ e
-            dist = np.stack([popcount(rx ^ words[j]) for j in range(c)])   # (c, chunk)
-            best = dist.min(axis=0)
-            if ties == "first":
-                ok = dist.argmin(axis=0) == i
-                out[i] += prob[ok].sum()
-            else:
-                n_best = (dist == best).sum(axis=0)
-                out[i] += (prob * (dist[i] == best) / n_best).sum()
-    return out
+    return codeword_decoding_probabilities(code, eps, n_symbols=2, ties=ties,
+                                           max_words=2 ** max_learners)
 
 
 # ----------------------------------------------------------------------------
@@ -229,7 +214,9 @@ def ecoc_exact_tables(ecoc_device, outputs, y=None, max_learners=16):
     Every one of the ``2^n`` flip patterns of the ``n`` binary learner outputs
     goes through the device's decoder, once per distinct clean output word
     (and true label). ``P(change | eps) = sum_k change[:, k] eps^k
-    (1 - eps)^(n - k)``.
+    (1 - eps)^(n - k)``. A brute-force reference (``O(2^n)`` decodes per
+    distinct word, binary only): :func:`analytic_ecoc` uses
+    :func:`edgecode.ecoc.decoding_probabilities` unless given these tables.
 
     Returns
     -------
@@ -274,7 +261,7 @@ def _weight_probs(n, eps):
     return eps ** k * (1.0 - eps) ** (n - k)
 
 
-def analytic_ecoc(device, X, fault, y=None, tables=None):
+def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_WORDS):
     """Analytic label-change rate of an ECOC device under independent output noise.
 
     Parameters
@@ -286,26 +273,43 @@ def analytic_ecoc(device, X, fault, y=None, tables=None):
     y : array-like of int, optional
         True class indices (for the exact accuracy).
     tables : dict, optional
-        :func:`ecoc_exact_tables` output to reuse across a grid.
+        :func:`ecoc_exact_tables` output (binary devices): if given, the exact
+        rates come from these counts instead.
+    max_words : int
+        Largest ``N^n`` (alphabet size to the number of learners) for which
+        the exact rates are computed (:func:`edgecode.ecoc.decoding_probabilities`).
 
     Returns
     -------
     dict
         ``available`` is True when the exact rate was computed (``same_rate``,
-        ``accuracy``); whenever the noise is independent with one per-output
-        rate, ``same_rate_lower_bound`` (the radius bound), ``per_output_eps``,
-        ``code_guarantee`` (:func:`hamming_guarantee` of the code, binary codes
-        without unused entries) are given too; else ``reason``.
+        ``accuracy``, ``method``); whenever the noise is independent with one
+        per-output rate, ``same_rate_lower_bound`` (the radius bound),
+        ``per_output_eps``, ``code_guarantee`` (:func:`hamming_guarantee` of
+        the code, binary codes without unused entries) are given too; else
+        ``reason``.
+
+    Notes
+    -----
+    With per-output error probability ``e`` (a flip for binary learners, a
+    replacement by a uniformly random other symbol for N-ary ones, as
+    ``ECOCDevice.corrupt`` and the campaign's event frames do), the point
+    with clean outputs ``w`` keeps its label with probability
+    ``(T^{(x) n} f_{r0})(w)``, where ``f_k`` is the indicator of the words the
+    device decodes to ``k`` (see :mod:`edgecode.ecoc.decoding_exact`); the
+    accuracy uses ``f_y``.
     """
     if not isinstance(device, ECOCOutputs):
         return {"available": False, "reason": f"no analytic model for {type(device).__name__}"}
     if fault.target in ("image", "mixed"):
         return {"available": False, "reason": "no closed form implemented for parameter upsets"}
+    dev = device.device
     e = _independent_eps(fault)
+    if e is not None and dev.n_symbols > 2 and _has_stuck_lines(fault):
+        e = None   # a stuck line has no symbol meaning (the campaign refuses it too)
     if e is None:
         return {"available": False, "reason": "no closed form for this fault on learner outputs "
                 "(needs independent noise with one rate for every output)"}
-    dev = device.device
     outputs = dev.learner_outputs(device._q(X))
     n = dev.n_columns
     rad = ecoc_flip_radius(dev, outputs)
@@ -316,17 +320,39 @@ def analytic_ecoc(device, X, fault, y=None, tables=None):
     code = dev.code
     if dev.n_symbols == 2 and (code >= 0).all():
         out["code_guarantee"] = hamming_guarantee(code, e)
-    if tables is None:
-        try:
-            tables = ecoc_exact_tables(dev, outputs, y)
-        except ValueError as exc:
-            out["reason"] = f"exact rate not computed: {exc}"
-            return out
-    w = _weight_probs(n, e)
-    out.update(available=True, same_rate=float(1.0 - (tables["change"] @ w).mean()),
-               accuracy=(float((tables["correct"] @ w).mean()) if "correct" in tables
-                         else None), method="exact enumeration through the device decoder")
+    if tables is not None:
+        w = _weight_probs(n, e)
+        out.update(available=True, same_rate=float(1.0 - (tables["change"] @ w).mean()),
+                   accuracy=(float((tables["correct"] @ w).mean()) if "correct" in tables
+                             else None),
+                   method="exact: the 2^n flip patterns through the device decoder "
+                          "(ecoc_exact_tables)")
+        return out
+    targets = dev.decode(outputs)[None, :]
+    if y is not None:
+        targets = np.vstack([targets, np.asarray(y, np.int64).reshape(1, -1)])
+    try:
+        p = decoding_probabilities(code, e, outputs, targets, n_symbols=dev.n_symbols,
+                                   max_words=max_words)
+    except ValueError as exc:
+        out["reason"] = f"exact rate not computed: {exc}"
+        return out
+    out.update(available=True, same_rate=float(p[0].mean()),
+               accuracy=float(p[1].mean()) if y is not None else None,
+               method=f"exact: all {dev.n_symbols}^{n} received words labelled by the device's "
+                      "rule, q-ary symmetric channel applied per learner "
+                      "(edgecode.ecoc.decoding_probabilities)")
     return out
+
+
+def _has_stuck_lines(fault):
+    if isinstance(fault, StuckAt):
+        return True
+    if isinstance(fault, Interleave):
+        return _has_stuck_lines(fault.fault)
+    if isinstance(fault, Compose):
+        return any(_has_stuck_lines(f) for f in fault.faults)
+    return False
 
 
 def _independent_eps(fault):
@@ -456,17 +482,12 @@ def add_analytic(result, device, X, fault, param=None, y=None):
     radius bound. Returns ``result``."""
     inside, bound_ok = [], []
     if isinstance(device, ECOCOutputs):
-        tables = None
-        if fault.target == "bits" and device.wire_symbols == 2 \
-                and device.device.n_columns <= 16:
-            tables = ecoc_exact_tables(device.device,
-                                       device.device.learner_outputs(device._q(X)), y)
-
         def analytic(f):
-            return analytic_ecoc(device, X, f, y, tables)
-        note = ("ECOC: exact label-change rate by enumerating the learner-output error "
-                "patterns through the device decoder (binary outputs, <= 16 learners), and "
-                "a lower bound on the same rate from each point's flip radius")
+            return analytic_ecoc(device, X, f, y)
+        note = ("ECOC: exact same-classification rate and accuracy from every received word "
+                "labelled by the device's rule and the q-ary symmetric channel applied per "
+                "learner (binary, ternary or N-ary outputs, N^n <= 2**22), and a lower bound "
+                "on the same rate from each point's flip radius")
     else:
         def analytic(f):
             return analytic_protected_nb(device, X, f, y)

@@ -127,3 +127,39 @@ def energy(M):
             d = int((M[i] != M[j]).sum())
             e += 4.0 if d == 0 else 1.0 / d ** 2
     return e
+
+
+def decoding_probability_bruteforce(code, eps, word, target, N, ties="first"):
+    """P(decode(word + e) == target) summed over all N^L error patterns e.
+
+    Each error symbol is 0 with probability 1 - eps, else one of 1..N-1 with
+    eps / (N - 1); received symbol (word + e) mod N; nearest row by doubled
+    distance (plain numpy argmin: lowest index on ties), or a 1/|argmin|
+    share of a tie (ties="split").
+    """
+    code = np.asarray(code, np.int64)
+    word = np.asarray(word, np.int64)
+    L = code.shape[1]
+    e = np.array(list(itertools.product(range(N), repeat=L)), np.int64).reshape(-1, L)
+    prob = np.where(e == 0, 1.0 - eps, eps / (N - 1)).prod(axis=1)
+    v = (word[None, :] + e) % N
+    used = code >= 0
+    dist = 2 * ((v[:, None, :] != code[None]) & used[None]).sum(axis=2) + (~used).sum(axis=1)
+    if ties == "first":
+        hit = (dist.argmin(axis=1) == target).astype(float)
+    else:
+        best = dist.min(axis=1, keepdims=True)
+        hit = (dist[:, target] == best[:, 0]) / (dist == best).sum(axis=1)
+    return float((prob * hit).sum())
+
+
+def codeword_probability_bruteforce(code, eps, i, N, ties="first"):
+    """P(correct | class i): row i's codeword, its -1 entries uniform random symbols."""
+    code = np.asarray(code, np.int64)
+    free = np.flatnonzero(code[i] < 0)
+    total = 0.0
+    for fill in itertools.product(range(N), repeat=free.size):
+        word = code[i].copy()
+        word[free] = fill
+        total += decoding_probability_bruteforce(code, eps, word, i, N, ties)
+    return total / N ** free.size

@@ -382,18 +382,24 @@ def test_ecoc_nary_outputs_are_replaced_by_other_symbols(ecoc_digits):
     assert lo - 0.01 <= sim.accuracy[0] <= hi + 0.01
     with pytest.raises(ValueError, match="symbol meaning"):
         run_campaign(a, X, StuckAt(stuck1=[0]))
-    # N-ary: no exact enumeration, but the radius bound holds for symbol replacements
+    # N-ary: exact rates (3^6 received words), and the radius bound holds for
+    # symbol replacements
     add_analytic(res, a, X, BSC(0.1), None, y)
     an = res.points[0].analytic
-    assert not an["available"] and "binary learner outputs only" in an["reason"]
+    assert an["available"] and "3^6 received words" in an["method"]
+    lo, hi = res.points[0].same_ci
+    assert lo <= an["same_rate"] <= hi and an["same_rate"] >= an["same_rate_lower_bound"]
+    alo, ahi = res.points[0].accuracy_ci
+    assert alo <= an["accuracy"] <= ahi
+    assert res.notes["analytic_inside_ci"] == [True]
     assert res.points[0].same_ci[1] >= an["same_rate_lower_bound"]
     assert res.notes["lower_bound_respected"] == [True]
     assert ">=" in format_campaign(res)
 
 
 def test_ecoc_analytic_hamming_matches_simulation(ecoc_digits):
-    from export.campaign import (ecoc_exact_tables, ecoc_flip_radius, hamming_decoding_exact,
-                                 hamming_guarantee)
+    from export.campaign import (analytic_ecoc, ecoc_exact_tables, ecoc_flip_radius,
+                                 hamming_decoding_exact, hamming_guarantee)
     from firmware_sim.campaign import ECOCOutputs
     X, y, code, dev, _ = ecoc_digits
     a = ECOCOutputs(dev)
@@ -427,6 +433,14 @@ def test_ecoc_analytic_hamming_matches_simulation(ecoc_digits):
     k = np.arange(code.shape[1] + 1)
     w = 0.1 ** k * 0.9 ** (code.shape[1] - k)
     assert 1.0 - tab["change"] @ w == pytest.approx(hamming_decoding_exact(code, 0.1))
+    # the received-word labelling (default) equals the device-decoder enumeration
+    tables = ecoc_exact_tables(dev, out, y)
+    for eps in grid:
+        new = analytic_ecoc(a, X, BSC(eps), y)
+        old = analytic_ecoc(a, X, BSC(eps), y, tables)
+        assert new["method"] != old["method"]
+        assert new["same_rate"] == pytest.approx(old["same_rate"], abs=1e-12)
+        assert new["accuracy"] == pytest.approx(old["accuracy"], abs=1e-12)
 
 
 # ---------------------------------------------------------------- SSBC devices in campaigns

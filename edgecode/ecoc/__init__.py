@@ -13,6 +13,9 @@ learner" (ternary codes).  Hamming distances count unequal used symbols plus
 * :func:`row_distance`, :func:`column_distance`, :func:`total_distance`,
   :func:`pairwise_distances`, :func:`distance_stats` and
   :func:`check_properties` measure them (P1-P4 of seed 001).
+* :func:`decoding_probabilities` and :func:`codeword_decoding_probabilities`
+  give the exact probability that Hamming decoding survives noisy learner
+  outputs (q-ary symmetric channel), for any clean output word.
 
 References
 ----------
@@ -25,6 +28,7 @@ from .annealing import annealed, code_energy
 from .classifier import ECOCClassifier
 from .codes import (DESIGNS, bch, dense_random, exhaustive, hadamard, make_code, nary,
                     nary_random, one_vs_all, one_vs_one, sparse_random)
+from .decoding_exact import codeword_decoding_probabilities, decoding_probabilities
 from .quality import (CodeProperties, check_properties, column_distance, distance_stats,
                       pairwise_distances, row_distance, total_distance)
 
@@ -32,5 +36,5 @@ __all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "de
            "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed",
            "code_energy", "row_distance", "column_distance", "total_distance",
            "pairwise_distances", "distance_stats", "check_properties", "CodeProperties",
-           "ECOCClassifier"]
+           "ECOCClassifier", "decoding_probabilities", "codeword_decoding_probabilities"]
 
