@@ -14,7 +14,11 @@ campaign wherever a closed form exists:
   are adjacent on the wire, so their errors are correlated and the majority
   vote's failure is no longer a binomial tail); the report says so and gives
   the BSC prediction at the same mean flip rate for reference;
-* parameter upsets: no closed form implemented;
+* parameter upsets (any device): :func:`analytic_upsets`, from the table of
+  every single-bit upset of the targeted arrays
+  (:func:`firmware_sim.sensitivity.single_upset_table`): exact for one upset
+  per image, a certified interval for a per-bit rate; none for two or more
+  upsets per image or upsets composed with wire noise;
 * Hamming decoding of a binary code whose learner outputs flip
   independently (ECOC): :func:`hamming_guarantee`, the probability that at
   most ``floor((d_r - 1) / 2)`` outputs flip (decoding is then guaranteed
@@ -57,14 +61,15 @@ import numpy as np
 from edgecode.ecoc.decoding_exact import DEFAULT_MAX_WORDS, codeword_decoding_probabilities, \
     decoding_probabilities
 from firmware_sim.campaign import CampaignResult, ECOCOutputs, SSBCCodes, run_campaign
-from firmware_sim.faults import BSC, Compose, GilbertElliott, Interleave, StuckAt, \
-    copy_major_order
+from firmware_sim.faults import BSC, Compose, GilbertElliott, Interleave, ParameterUpset, \
+    StuckAt, copy_major_order
 from firmware_sim.naive_bayes import ProtectedNBDevice, load_protected_nb
+from firmware_sim.sensitivity import single_upset_table
 
 __all__ = ["analytic_protected_nb", "add_analytic", "plot_campaign", "format_campaign",
            "burst_vs_independent", "run_demo_stage", "LOADERS", "hamming_guarantee",
            "hamming_decoding_exact", "analytic_ecoc", "ecoc_flip_radius",
-           "ecoc_exact_tables"]
+           "ecoc_exact_tables", "analytic_upsets"]
 
 #: Container kind -> campaign device from a Container (each result is also its
 #: own ``loader`` for parameter upsets: ``type(device)(container)``).
@@ -302,7 +307,7 @@ def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_W
     if not isinstance(device, ECOCOutputs):
         return {"available": False, "reason": f"no analytic model for {type(device).__name__}"}
     if fault.target in ("image", "mixed"):
-        return {"available": False, "reason": "no closed form implemented for parameter upsets"}
+        return analytic_upsets(device, X, fault, y)
     dev = device.device
     e = _independent_eps(fault)
     if e is not None and dev.n_symbols > 2 and _has_stuck_lines(fault):
@@ -449,7 +454,7 @@ def analytic_protected_nb(device, X, fault, y=None):
                              "feature are adjacent on the wire, so their errors are correlated "
                              "and majority failure is not a binomial tail")
         elif fault.target in ("image", "mixed"):
-            out["reason"] = "no closed form implemented for parameter upsets"
+            return analytic_upsets(device, X, fault, y)
         else:
             out["reason"] = ("no closed form implemented for this fault (needs independent "
                              "noise with one rate for every bit)")
@@ -472,16 +477,78 @@ def analytic_protected_nb(device, X, fault, y=None):
             "per_bit_eps": e, "method": method}
 
 
+#: Targeted bits up to which :func:`add_analytic` makes the single-upset table
+#: of a parameter-upset campaign itself (one device re-load per bit, about
+#: 0.6 ms each; more: ``edgecode upsets --max-bits`` or ``single_upset_table``).
+UPSET_ANALYTIC_BITS = 4096
+
+
+def analytic_upsets(device, X, fault, y=None, table=None, max_bits=UPSET_ANALYTIC_BITS):
+    """Analytic outcome of a parameter-upset campaign from the exhaustive
+    single-upset table (:func:`firmware_sim.sensitivity.single_upset_table`):
+    exact for ``count`` 0 or 1, a certified interval for a per-bit ``rate``
+    (see :meth:`~firmware_sim.sensitivity.UpsetTable.predict`).
+
+    Parameters
+    ----------
+    device, X, y : as for :func:`firmware_sim.campaign.run_campaign`
+    fault : ParameterUpset
+    table : UpsetTable, optional
+        Reuse a table made for the same arrays, ``checked`` flag, X and y.
+    max_bits : int
+        Targeted bits above which no table is made (one re-load per bit).
+
+    Returns
+    -------
+    dict
+        ``available``; then ``same_rate``, ``same_rate_interval``, ...;
+        else ``reason``.
+    """
+    if not isinstance(fault, ParameterUpset):
+        return {"available": False, "reason": "no closed form for upsets composed with other "
+                "faults"}
+    if table is None:
+        try:
+            table = single_upset_table(device, X, arrays=fault.arrays, checked=fault.checked,
+                                       y=y, max_bits=max_bits)
+        except ValueError as exc:
+            return {"available": False, "reason": f"single-upset table not computed: {exc}"}
+    return table.predict(fault)
+
+
 def add_analytic(result, device, X, fault, param=None, y=None):
     """Attach the analytic prediction at every grid value of ``result`` (in place):
+    :func:`analytic_upsets` for parameter upsets (any device),
     :func:`analytic_protected_nb` for protected naive Bayes, :func:`analytic_ecoc`
     for :class:`~firmware_sim.campaign.ECOCOutputs` (other devices: "not
     available" with the reason). ``result.notes["analytic_inside_ci"]`` records
-    whether each exact prediction lies inside the simulated interval and, for
+    whether each prediction lies inside (an interval prediction: meets) the
+    simulated interval and, for
     ECOC, ``notes["lower_bound_respected"]`` whether the interval reaches the
     radius bound. Returns ``result``."""
     inside, bound_ok = [], []
-    if isinstance(device, ECOCOutputs):
+    if fault.target in ("image", "mixed"):
+        tables = {}
+
+        def analytic(f):
+            if not isinstance(f, ParameterUpset):
+                return analytic_upsets(device, X, f, y)
+            key = (f.arrays, f.checked)
+            if key not in tables:
+                try:
+                    tables[key] = single_upset_table(device, X, arrays=f.arrays,
+                                                     checked=f.checked, y=y,
+                                                     max_bits=UPSET_ANALYTIC_BITS)
+                except ValueError as exc:
+                    tables[key] = exc
+            if isinstance(tables[key], ValueError):
+                return {"available": False,
+                        "reason": f"single-upset table not computed: {tables[key]}"}
+            return analytic_upsets(device, X, f, y, tables[key])
+        note = ("parameter upsets: every targeted bit flipped in turn (single-upset table); "
+                "exact for one upset per image, for a per-bit rate the midpoint of a "
+                "certified interval (two or more upsets bounded by their probability)")
+    elif isinstance(device, ECOCOutputs):
         def analytic(f):
             return analytic_ecoc(device, X, f, y)
         note = ("ECOC: exact same-classification rate and accuracy from every received word "
@@ -498,7 +565,8 @@ def add_analytic(result, device, X, fault, param=None, y=None):
         pt.analytic = analytic(f)
         lo, hi = pt.same_ci
         if pt.analytic.get("available"):
-            inside.append(bool(lo <= pt.analytic["same_rate"] <= hi))
+            a, b = pt.analytic.get("same_rate_interval", [pt.analytic["same_rate"]] * 2)
+            inside.append(bool(lo <= b and a <= hi))       # prediction meets the CI
         if "same_rate_lower_bound" in pt.analytic:
             bound_ok.append(bool(hi >= pt.analytic["same_rate_lower_bound"]))
     result.notes["analytic_inside_ci"] = inside
@@ -526,6 +594,11 @@ def format_campaign(result):
                if p.analytic and not p.analytic.get("available")}
     for r in sorted(x for x in reasons if x):
         lines.append(f"analytic: {r}")
+    if any("same_rate_interval" in (p.analytic or {}) and
+           p.analytic["same_rate_interval"][0] < p.analytic["same_rate_interval"][1]
+           for p in result.points):
+        lines.append("analytic for an upset rate: midpoint of a certified interval "
+                     "(two or more upsets per image bounded)")
     if any("same_rate_lower_bound" in (p.analytic or {}) for p in result.points):
         lines.append("analytic '>=': lower bound from each point's learner-output flip radius")
     return "\n".join(lines)

@@ -113,7 +113,33 @@ def test_burst_has_no_closed_form_and_says_so(house_votes_device):
     assert not a["available"] and "no closed form" in a["reason"]
     assert a["bsc_same_rate_at_mean_flip_rate"] == pytest.approx(
         analytic_protected_nb(dev, d.X, BSC(0.1))["same_rate"])
-    assert not analytic_protected_nb(dev, d.X, ParameterUpset(count=1))["available"]
+    # parameter upsets: the single-upset table (exact for one upset per image)
+    up = analytic_protected_nb(dev, d.X, ParameterUpset(count=1, arrays=["weights"]))
+    assert up["available"] and up["targeted_bits"] == 512
+    assert not analytic_protected_nb(dev, d.X, ParameterUpset(count=3))["available"]
+    assert not analytic_protected_nb(dev, d.X, Compose([ParameterUpset(count=1),
+                                                        BSC(0.1)]))["available"]
+
+
+def test_cli_upsets_lists_critical_bits_and_matches_a_campaign(tmp_path, capsys):
+    from export.cli import main
+    art = tmp_path / "hv.edgc"
+    main(["plan", "house_votes", "--R", "1", "--eps", "0.1", "--out", str(art)])
+    capsys.readouterr()
+    main(["upsets", str(art), "--arrays", "weights,bias", "--top", "3",
+          "--json", str(tmp_path / "u.json")])
+    text = capsys.readouterr().out
+    assert "weights" in text and "bias" in text and "most critical bits" in text
+    rep = json.loads((tmp_path / "u.json").read_text())
+    assert rep["bits"] == 16 * 32 + 32 and len(rep["critical_bits"]) == 3
+    assert len(rep["change_rate_per_bit"]) == rep["bits"]
+    # the campaign's analytic column for one upset is the table's figure
+    main(["campaign", str(art), "--fault", "seu", "--set", "arrays=weights,bias",
+          "--trials", "300"])
+    out = capsys.readouterr().out
+    assert f"{rep['single_upset']['same_rate']:.5f}" in out
+    assert main(["upsets", str(art), "--max-bits", "10"]) == 2
+    assert "exceed max_bits=10" in capsys.readouterr().err
 
 
 def test_interleaving_restores_the_independent_prediction(house_votes_device):

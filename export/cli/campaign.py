@@ -21,11 +21,17 @@ bsc and burst only), SSBC bit faults on the computed code, and
     edgecode hash digits --bits 16 --out hs.edgc
     edgecode campaign hs.edgc --data digits --fault seu --set arrays=table_codes \\
         --param rate --grid 0.01,0.05
+
+``edgecode upsets`` flips every stored bit in turn (or those of ``--arrays``)
+and lists the arrays and bits whose upset changes labels: what to protect
+first, and what a one-upset campaign will measure, exactly::
+
+    edgecode upsets hv.edgc --top 5
 """
 
 import sys
 
-__all__ = ["run_campaign_cli", "run_demo_stage", "register"]
+__all__ = ["run_campaign_cli", "run_upsets_cli", "run_demo_stage", "register"]
 
 
 def _parse_value(text):
@@ -85,33 +91,16 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     Returns the :class:`~firmware_sim.campaign.CampaignResult` (with analytic
     predictions attached where a closed form exists).
     """
-    from edgecode import datasets
-    from export.campaign import LOADERS, add_analytic, format_campaign, plot_campaign
-    from firmware_sim.artifact import read_container
+    from export.campaign import add_analytic, format_campaign, plot_campaign
     from firmware_sim.campaign import run_campaign
     from firmware_sim.faults import make_fault
     from firmware_sim.profiles import annotate, check_fits, get_profile
 
     out = stream or sys.stdout
-    container = read_container(artifact)
-    if container.kind not in LOADERS:
-        raise ValueError(f"campaigns on {container.kind!r} artifacts are not wired yet "
-                         f"(supported: {sorted(LOADERS)})")
-    device = LOADERS[container.kind](container)
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
     if profile is not None:
         prof = get_profile(profile)
         check_fits(prof, device.resources(), container)
-    dataset = dataset or container.meta.get("dataset")
-    if dataset is None:
-        raise ValueError("the artifact records no dataset; pass --data")
-    if container.kind == "protected_nb":
-        data = datasets.load(dataset) if isinstance(dataset, str) else dataset
-        rows = data.subset(split) if (data.split is not None and split != "all") else data
-        X, y, data_name = rows.X, rows.y, data.name
-    else:
-        X, y, data_name = _multiclass_rows(container, dataset, split)
-    if max_points is not None:
-        X, y = X[:max_points], y[:max_points]
     base = make_fault(fault, **_default_params(fault, param, grid or [None], params or {}))
     res = run_campaign(device, X, base, param, grid, trials, seed=seed, y=y,
                        confidence=confidence)
@@ -134,6 +123,74 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
         plot_campaign(res, plot_path, labels=[fault])
         print(f"wrote {plot_path}", file=out)
     return res
+
+
+def _device_and_rows(artifact, dataset, split, max_points):
+    """(container, campaign device, X, y, data name) of an artifact and its data rows."""
+    from edgecode import datasets
+    from export.campaign import LOADERS
+    from firmware_sim.artifact import read_container
+
+    container = read_container(artifact)
+    if container.kind not in LOADERS:
+        raise ValueError(f"campaigns on {container.kind!r} artifacts are not wired yet "
+                         f"(supported: {sorted(LOADERS)})")
+    device = LOADERS[container.kind](container)
+    dataset = dataset or container.meta.get("dataset")
+    if dataset is None:
+        raise ValueError("the artifact records no dataset; pass --data")
+    if container.kind == "protected_nb":
+        data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+        rows = data.subset(split) if (data.split is not None and split != "all") else data
+        X, y, data_name = rows.X, rows.y, data.name
+    else:
+        X, y, data_name = _multiclass_rows(container, dataset, split)
+    if max_points is not None:
+        X, y = X[:max_points], (None if y is None else y[:max_points])
+    return container, device, X, y, data_name
+
+
+def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays=None,
+                   checked=False, top=10, max_bits=1 << 14, json_path=None, stream=None):
+    """Flip every targeted bit of an artifact in turn; print which arrays and bits matter.
+
+    Returns the :class:`~firmware_sim.sensitivity.UpsetTable`.
+    """
+    import json
+
+    from firmware_sim.sensitivity import single_upset_table
+
+    out = stream or sys.stdout
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
+    tab = single_upset_table(device, X, arrays=arrays, checked=checked, y=y, max_bits=max_bits)
+    name = artifact if isinstance(artifact, str) else "<artifact>"
+    print(f"single-bit upsets of {name}: {container.kind}, {data_name} ({len(X)} points), "
+          f"{tab.n_bits} bits{' of the checked image' if checked else ''}", file=out)
+    print(f"{'array':<16} {'dtype':>7} {'bits':>7} {'refused':>8} {'mean change':>12} "
+          f"{'max change':>11}", file=out)
+    for r in tab.per_array():
+        print(f"{r['array']:<16} {r['dtype']:>7} {r['bits']:7d} {r['refused']:8.3f} "
+              f"{r['mean_change_rate']:12.5f} {r['max_change_rate']:11.5f}", file=out)
+    one = tab.single_upset()
+    acc = f", accuracy {one['accuracy']:.5f}" if "accuracy" in one else ""
+    print(f"one upset per image (what 'campaign --fault seu --set count=1' measures): same "
+          f"rate {one['same_rate']:.5f}{acc}, refused {one['refused_rate']:.4f}", file=out)
+    if top > 0:
+        print(f"most critical bits (label-change rate; refused counts as changed):", file=out)
+        for b in tab.critical_bits(top):
+            flag = " (refused)" if b["refused"] else ""
+            print(f"  {b['array']}[{b['element']}] bit {b['bit']}: {b['change_rate']:.4f}"
+                  f"{flag}", file=out)
+    if json_path is not None:
+        report = {"artifact": name, "kind": container.kind, "data": data_name,
+                  "points": len(X), "checked": bool(checked), "bits": tab.n_bits,
+                  "arrays": tab.per_array(), "single_upset": one,
+                  "critical_bits": tab.critical_bits(top),
+                  "change_rate_per_bit": tab.change_rate.tolist()}
+        with open(json_path, "w") as fh:
+            json.dump(report, fh, indent=1)
+        print(f"wrote {json_path}", file=out)
+    return tab
 
 
 def _multiclass_rows(container, dataset, split):
@@ -210,6 +267,22 @@ def register(sub):
     c.add_argument("--plot", dest="plot_path", help="write a PNG plot here (needs matplotlib)")
     c.set_defaults(func=_cmd_campaign)
 
+    u = sub.add_parser("upsets", help="flip every stored bit of an artifact in turn: which "
+                       "arrays and bits change labels", description=run_upsets_cli.__doc__
+                       .splitlines()[0])
+    u.add_argument("artifact", help="device container (protected_nb, ecoc or ssbc)")
+    u.add_argument("--data", default=None, help="inputs, as for 'edgecode campaign'")
+    u.add_argument("--split", default="test", help="rows to use when the data has a split")
+    u.add_argument("--max-points", type=int)
+    u.add_argument("--arrays", help="comma list of container arrays (default: all)")
+    u.add_argument("--checked", action="store_true", help="upsets anywhere in the image, "
+                   "CRC verified by the loader (every one is then refused)")
+    u.add_argument("--top", type=int, default=10, help="critical bits to list")
+    u.add_argument("--max-bits", type=int, default=1 << 14,
+                   help="refuse more targeted bits than this (one re-load per bit)")
+    u.add_argument("--json", dest="json_path", help="write the JSON report here")
+    u.set_defaults(func=_cmd_upsets)
+
 
 def _cmd_campaign(args):
     if (args.param is None) != (args.grid is None):
@@ -221,3 +294,13 @@ def _cmd_campaign(args):
                      seed=args.seed, dataset=args.data, split=args.split,
                      max_points=args.max_points, confidence=args.confidence,
                      profile=args.profile, json_path=args.json_path, plot_path=args.plot_path)
+
+
+def _cmd_upsets(args):
+    if args.top < 0:
+        raise ValueError(f"--top must be >= 0; got {args.top}")
+    arrays = None if args.arrays is None else [a.strip() for a in args.arrays.split(",")
+                                                if a.strip()]
+    run_upsets_cli(args.artifact, dataset=args.data, split=args.split,
+                   max_points=args.max_points, arrays=arrays, checked=args.checked,
+                   top=args.top, max_bits=args.max_bits, json_path=args.json_path)
