@@ -31,6 +31,7 @@ is the number of (point, trial) inferences per run.
 
 Run:  python benchmarks/bench_campaign.py [--trials 2000] [--ecoc-trials 200] [--repeats 3]
                                           [--full] [--only nb|ecoc]
+      python benchmarks/bench_campaign.py --compile    # first-call (numba compile) times
 """
 
 import argparse
@@ -181,7 +182,11 @@ def main(argv=None):
     ap.add_argument("--ecoc-trials", type=int, default=200)
     ap.add_argument("--full", action="store_true", help="20000 (ECOC 2000) trials, 5 repeats")
     ap.add_argument("--only", choices=["nb", "ecoc"], help="run one family of tasks")
+    ap.add_argument("--compile", action="store_true",
+                    help="only time each fast path's first call on an empty numba cache")
     args = ap.parse_args(argv)
+    if args.compile:
+        return compile_times()
     if args.full:
         args.trials, args.ecoc_trials, args.repeats = 20000, 2000, 5
     print(f"# machine: {machine()}")
@@ -245,6 +250,58 @@ def _nb_rows(args):
         t_ours = median_time(ours_fn, repeats=args.repeats, warmup=1)
         rows.append([name, len(X) * trials, t_peer, t_ours, t_peer / t_ours])
     return rows
+
+
+_FIRST_CALLS = """
+import time
+import numpy as np
+t0 = time.perf_counter()
+from firmware_sim.campaign import ECOCOutputs, run_campaign
+from firmware_sim.ecoc import ECOCDevice, make_ecoc_arrays
+from firmware_sim.artifact import read_container, write_container
+from firmware_sim.faults import BSC, GilbertElliott
+from firmware_sim.naive_bayes import ProtectedNBDevice
+print(f"import;{time.perf_counter() - t0:.2f}")
+nb = ProtectedNBDevice.from_arrays([2, -1, 1], -1, [1, 0, 2])
+X = np.array([[0, 1, 1], [1, 0, 1]], np.uint8)
+def ecoc(code):
+    code = np.asarray(code)
+    c, m = code.shape
+    n = int(code.max()) + 1
+    k = 1 if n == 2 else n                       # scores per learner
+    cls = [s for j in range(m) for s in range(n)]
+    arr = make_ecoc_arrays(code, cls, [n] * m, [0.0], [0],
+                           linear={"weights": np.arange(1, k * m + 1)[None, :],
+                                   "bias": np.zeros(k * m, int), "n_out": [k] * m})
+    return ECOCOutputs(ECOCDevice(read_container(write_container(None, "ecoc", arr))))
+q = np.array([[1], [2]], np.int16)
+cases = [("nb_bsc_eps0.1", nb, X, BSC(0.1)), ("nb_bsc_eps0.01", nb, X, BSC(0.01)),
+         ("nb_burst", nb, X, GilbertElliott(0.1, 0.3)),
+         ("ecoc_binary_bsc", ecoc([[0, 0, 1], [1, 1, 0]]), q, BSC(0.1)),
+         ("ecoc_3ary_bsc", ecoc([[0, 1, 2], [2, 0, 1]]), q, BSC(0.1))]
+for name, dev, x, f in cases:
+    t0 = time.perf_counter()
+    run_campaign(dev, x, f, n_trials=10)
+    print(f"{name};{time.perf_counter() - t0:.2f}")
+"""
+
+
+def compile_times():
+    """First-call seconds of each campaign path in a fresh process with an empty
+    numba cache (compile), then again with the cache filled (load)."""
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        runs = [subprocess.run([sys.executable, "-c", _FIRST_CALLS], env=env, check=True,
+                               capture_output=True, text=True).stdout for _ in range(2)]
+    cold = dict(line.split(";") for line in runs[0].split())
+    warm = dict(line.split(";") for line in runs[1].split())
+    print(f"# machine: {machine()}; first call of each path in a fresh process, seconds")
+    print_table(["path", "empty_cache_s", "filled_cache_s"],
+                [[k, float(cold[k]), float(warm[k])] for k in cold])
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._kernels.faults import _bsc_masks, _gilbert_elliott_masks, _masks_from_bits, _xor_masks
+from ._kernels.faults import _cut_rows, _gilbert_elliott_masks, _masks_from_bits, _xor_masks
 from .artifact import Container, read_container, write_container
 from .channel import _bernoulli_positions, _flip_inplace, check_bits, check_channel_eps, \
     check_random_state
@@ -232,7 +232,8 @@ class BSC(Fault):
 
     Notes
     -----
-    For one eps a numba kernel (``_bsc_masks``) draws the errors of the
+    For one eps a numba kernel (``_gilbert_elliott_masks`` with the chain
+    always good, then ``_cut_rows``) draws the errors of the
     whole row-major bit stream from a splitmix64 stream, as error masks
     (:meth:`error_masks`): below eps = 1/32 by geometric skipping (the gaps
     between errors, through an exact inversion table; cost per error), from
@@ -291,9 +292,13 @@ class BSC(Fault):
     def error_masks(self, nrows, width, rng):
         if not isinstance(self.eps, float):
             return super().error_masks(nrows, width, rng)
+        # the row-major stream as one always-good Gilbert-Elliott row, then cut
+        nbits = nrows * width
+        flat = np.empty((1, (nbits + 63) >> 6), np.uint64)
+        _gilbert_elliott_masks(1, nbits, 0.0, 1.0, self.eps, 0.0, False, _draw_seed(rng), flat,
+                               _NO_STATES)
         masks = np.empty((nrows, _n_words(width)), np.uint64)
-        flat = np.empty((nrows * width + 63) >> 6, np.uint64)
-        _bsc_masks(nrows, width, self.eps, _draw_seed(rng), flat, masks)
+        _cut_rows(flat[0], nrows, width, masks)
         return masks
 
 

@@ -1,7 +1,7 @@
 """Numba kernels of the campaign fast paths (``firmware_sim.campaign``).
 
 Each turns a batch of error masks (``masks[i, w]`` bit b: wire position
-``64 w + b`` of row i arrives in error; see ``_kernels.faults._bsc_masks``)
+``64 w + b`` of row i arrives in error; see ``_kernels.faults._cut_rows``)
 into the device's labels without rebuilding the noisy rows, and counts them.
 Row ``i`` of a batch is trial ``(row0 + i) % n_trials`` of point
 ``(row0 + i) // n_trials``. Every kernel adds to ``same[p]`` (label equals the

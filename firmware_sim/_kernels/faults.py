@@ -157,17 +157,12 @@ def _sampler(probs):
 
 
 @njit(cache=True)
-def _bsc_masks(nrows, width, eps, seed, flat, masks):
-    """BSC error masks: every one of ``nrows x width`` bits in error with
-    probability eps. The errors are drawn on the flat bit stream (row-major,
-    ``flat``: uint64 scratch of at least ``ceil(nrows * width / 64)`` words)
-    as one always-good Gilbert-Elliott row (:func:`_gilbert_elliott_masks`,
-    seeded with ``seed``), then cut into rows: ``masks[i, w]`` bit b is wire
-    position ``64 w + b`` of row i."""
-    nbits = nrows * width
-    nflat = (nbits + 63) >> 6
-    _gilbert_elliott_masks(1, nbits, 0.0, 1.0, eps, 0.0, False, seed,
-                           flat[:nflat].reshape(1, nflat), np.empty(0, np.uint8))
+def _cut_rows(flat, nrows, width, masks):
+    """Cut the row-major bit stream ``flat`` (``nrows * width`` bits, bit k =
+    bit k % 64 of word k // 64) into row-aligned masks: ``masks[i, w]`` bit b
+    is bit ``64 w + b`` of row i. (BSC masks: the stream is drawn as one
+    always-good Gilbert-Elliott row, :func:`_gilbert_elliott_masks`.)"""
+    nflat = flat.shape[0]
     nw = masks.shape[1]
     for i in range(nrows):
         base = i * width
@@ -187,7 +182,7 @@ def _bsc_masks(nrows, width, eps, seed, flat, masks):
 @njit(cache=True)
 def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, seed, masks,
                            states):
-    """Gilbert-Elliott error masks (layout of :func:`_bsc_masks`).
+    """Gilbert-Elliott error masks (layout of :func:`_cut_rows`).
 
     A two-state Markov chain (0 good, 1 bad) runs along each row; per bit it
     moves good -> bad with probability ``p`` and bad -> good with ``r``; a bit
@@ -266,7 +261,7 @@ def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, se
 
 @njit(cache=True)
 def _masks_from_bits(bits, masks):
-    """Pack 0/1 rows (uint8, (t, L)) into error masks (layout of :func:`_bsc_masks`)."""
+    """Pack 0/1 rows (uint8, (t, L)) into error masks (layout of :func:`_cut_rows`)."""
     n, L = bits.shape
     for i in range(n):
         for w in range(masks.shape[1]):
@@ -278,7 +273,7 @@ def _masks_from_bits(bits, masks):
 
 @njit(cache=True)
 def _xor_masks(bits, masks):
-    """``bits ^= masks`` (0/1 uint8 rows (t, L), masks in the layout of :func:`_bsc_masks`)."""
+    """``bits ^= masks`` (0/1 uint8 rows (t, L), masks in the layout of :func:`_cut_rows`)."""
     n, L = bits.shape
     for i in range(n):
         for w in range(masks.shape[1]):
