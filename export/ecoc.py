@@ -80,7 +80,25 @@ def fit_input_quantizer(X):
     return center, shift.astype(np.int8)
 
 
+def _check_linear_arrays(la, n_features):
+    """Shapes and finiteness of learner_arrays' linear part (clear errors before quantizing)."""
+    W, b = np.asarray(la["weights"]), np.asarray(la["bias"])
+    n_out = np.asarray(la["n_out"], np.int64)
+    k = int(n_out.sum())
+    if W.shape != (n_features, k) or b.shape != (k,):
+        raise ValueError(f"learner_arrays gave weights of shape {W.shape} and bias of shape "
+                         f"{b.shape}; ({n_features}, {k}) and ({k},) are needed for "
+                         f"n_out summing to {k}")
+    if not (np.isfinite(W).all() and np.isfinite(b).all()):
+        col = np.repeat(np.arange(n_out.shape[0]), n_out)
+        bad = np.unique(col[~(np.isfinite(W).all(axis=0) & np.isfinite(b))])
+        raise ValueError(f"the linear learners of code columns {bad[:10].tolist()} have "
+                         "non-finite weights or intercepts (NaN or inf); they cannot be "
+                         "quantized")
+
+
 def _quantize_linear(la, center, shift, col_n_out):
+    _check_linear_arrays(la, center.shape[0])
     W, b = la["weights"], la["bias"]
     scale_f = np.exp2(-shift.astype(np.float64))          # x = c + q 2**-e
     Wf = W * scale_f[:, None]

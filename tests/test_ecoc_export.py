@@ -3,12 +3,18 @@ import onnxruntime as ort
 import pytest
 from numpy.testing import assert_array_equal
 from sklearn.datasets import load_digits, load_iris
-from sklearn.linear_model import LogisticRegression
+from sklearn.linear_model import (
+    LogisticRegression,
+    RidgeClassifier,
+    RidgeClassifierCV,
+    SGDClassifier,
+)
 from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
-from edgecode.ecoc.classifier import ECOCClassifier
+from edgecode.ecoc.classifier import ECOCClassifier, _linear_params
 from export.ecoc import export_ecoc, fit_input_quantizer
 from firmware_sim.artifact import ContainerError, read_container, write_container
 from firmware_sim.ecoc import load_ecoc, quantize_inputs
@@ -47,8 +53,14 @@ _TREE = DecisionTreeClassifier(max_depth=6, random_state=0)
     ("long", _TREE)])
 def test_onnx_device_and_float_model_agree(digits, tmp_path, kind, learner):
     Xtr, ytr, Xte, yte = digits
-    code = _codes()[kind]
-    clf = ECOCClassifier(learner, code=code).fit(Xtr, ytr)
+    clf = ECOCClassifier(learner, code=_codes()[kind]).fit(Xtr, ytr)
+    _assert_export_agrees(clf, digits, tmp_path)
+
+
+def _assert_export_agrees(clf, digits, tmp_path):
+    """onnxruntime == device (labels, symbols, distances), device labels == float labels."""
+    Xtr, ytr, Xte, yte = digits
+    code = clf.code_
     out = export_ecoc(clf, Xtr, X_check=Xte, container_path=tmp_path / "m.edgc",
                       onnx_path=tmp_path / "m.onnx")
     # digits / 16 are dyadic: the fixed-point inputs are exact
@@ -69,6 +81,82 @@ def test_onnx_device_and_float_model_agree(digits, tmp_path, kind, learner):
     # noisy learner outputs decode identically on host and device
     noisy = dev.corrupt(sym, 0.2, random_state=0)
     assert_array_equal(dev.decode(noisy), np.searchsorted(clf.classes_, clf.decode(noisy)))
+
+
+# Learners whose fitted shapes differ from LogisticRegression's (1, d) / (1,):
+# RidgeClassifier(CV) on two classes has a 1-D coef_ (d,); fit_intercept=False
+# gives a scalar intercept_ (RidgeClassifier, LinearSVC). Export used to fail
+# with a broadcasting error (the bias was broadcast to the 1-D coef_'s length).
+@pytest.mark.parametrize("learner, params", [
+    (RidgeClassifier(), {"code": "dense_random", "n_columns": 12, "random_state": 0}),
+    (RidgeClassifier(), {"code": _codes()["binary"]}),
+    (RidgeClassifier(), {"code": _codes()["ternary"]}),
+    (RidgeClassifier(), {"code": _codes()["nary3"]}),
+    (RidgeClassifier(), {"code": "nary", "N": 3, "n_columns": 8, "random_state": 0}),
+    (RidgeClassifier(fit_intercept=False), {"code": _codes()["binary"]}),
+    (RidgeClassifier(), {"code": _codes()["binary"], "feature_selection": ("chi2", 20)}),
+    (RidgeClassifierCV(), {"code": _codes()["binary"]}),
+    (LinearSVC(fit_intercept=False), {"code": _codes()["binary"]}),
+    (SGDClassifier(random_state=0), {"code": _codes()["nary3"]}),
+], ids=["ridge-dense_random", "ridge-binary", "ridge-ternary", "ridge-nary3", "ridge-nary",
+        "ridge-no-intercept", "ridge-selected", "ridgecv-binary", "linearsvc-no-intercept",
+        "sgd-nary3"])
+def test_linear_learner_shapes_export_and_agree(digits, tmp_path, learner, params):
+    Xtr, ytr, Xte, _ = digits
+    clf = ECOCClassifier(learner, **params).fit(Xtr, ytr)
+    assert clf.fast_path_ == "linear"
+    # the stacked fast path predicts what every learner predicts itself
+    own = np.column_stack([e.predict(Xte if idx is None else Xte[:, idx])
+                           for e, idx in zip(clf.estimators_, clf.feature_indices_)])
+    assert_array_equal(clf.predict_codewords(Xte), own)
+    _assert_export_agrees(clf, digits, tmp_path)
+
+
+def test_linear_params_normalises_shapes():
+    X = np.array([[0.0, 1], [1, 0], [1, 1], [0, 0], [2, 1], [0, 2]])
+    y2, y3 = np.array([0, 1, 1, 0, 1, 0]), np.array([0, 1, 2, 0, 1, 2])
+    coef, b = _linear_params(RidgeClassifier(fit_intercept=False).fit(X, y2))
+    assert coef.shape == (1, 2) and b.shape == (1,) and b[0] == 0.0
+    coef, b = _linear_params(RidgeClassifier().fit(X, y3))
+    assert coef.shape == (3, 2) and b.shape == (3,)
+    sparse = SGDClassifier(random_state=0).fit(X, y3).sparsify()
+    coef, b = _linear_params(sparse)
+    assert_array_equal(coef, sparse.coef_.toarray())
+    assert b.shape == (3,)
+
+
+class _BadInterceptRidge(RidgeClassifier):
+    """A linear learner whose intercept_ has a shape no scores can use."""
+
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.intercept_ = np.zeros((2, 3))
+        return self
+
+
+class _NaNRidge(RidgeClassifier):
+    """A linear learner whose weights diverged."""
+
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
+        self.coef_ = np.full_like(self.coef_, np.nan)
+        return self
+
+
+def test_export_names_unsupported_learners(digits):
+    Xtr, ytr, _, _ = digits
+    clf = ECOCClassifier(KNeighborsClassifier(n_neighbors=1),
+                         code=_codes()["binary"][:, :3]).fit(Xtr[:100], ytr[:100])
+    with pytest.raises(ValueError, match=r"linear learners.*KNeighborsClassifier"):
+        export_ecoc(clf, Xtr)
+    bad = ECOCClassifier(_BadInterceptRidge(), code=_codes()["binary"][:, :3]).fit(Xtr, ytr)
+    assert bad.fast_path_ == "generic"   # fit works; only the linear arrays are refused
+    with pytest.raises(ValueError, match=r"_BadInterceptRidge \(code column 0\) has "
+                                         r"intercept_ of shape \(2, 3\)"):
+        export_ecoc(bad, Xtr)
+    nan = ECOCClassifier(_NaNRidge(), code=_codes()["binary"][:, :3]).fit(Xtr, ytr)
+    with pytest.raises(ValueError, match=r"code columns \[0, 1, 2\] have non-finite"):
+        export_ecoc(nan, Xtr)
 
 
 def test_resources_and_channel_statistics(digits):

@@ -377,9 +377,16 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         self._cls_off = np.asarray(cls_off, np.int64)
         self._n_cls = np.asarray(n_cls, np.int64)
         self._classes_flat = np.asarray(classes, np.int16)
+        self._fast_path_refusal = None
         if learners and all(_is_linear(e) for e in learners):
-            self._build_linear()
-            self.fast_path_ = "linear"
+            try:
+                self._build_linear()
+                self.fast_path_ = "linear"
+            except _LinearShapeError as exc:
+                # predict still works through the learners' own predict; exporters
+                # (learner_arrays) report why the linear arrays could not be built
+                self._fast_path_refusal = str(exc)
+                self.fast_path_ = "generic"
         elif learners and all(_is_tree(e) for e in learners):
             self._build_trees()
             self.fast_path_ = "tree"
@@ -390,15 +397,15 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         d = self.n_features_in_
         blocks, biases, out_off, n_out = [], [], [], []
         pos = 0
-        for e, idx in zip(self.estimators_, self.feature_indices_):
+        for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
             out_off.append(pos)
             if isinstance(e, _ConstantSymbol):
                 n_out.append(0)
                 continue
-            coef, intercept = _linear_params(e)
+            rows = np.arange(d) if idx is None else idx
+            coef, intercept = _linear_params(e, n_features=rows.shape[0], column=j)
             k = coef.shape[0]
             full = np.zeros((d, k))
-            rows = np.arange(d) if idx is None else idx
             full[rows] = coef.T
             blocks.append(full)
             biases.append(intercept)
@@ -458,7 +465,10 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         Raises
         ------
         ValueError
-            If the learners are neither all linear nor all decision trees.
+            If the learners are neither all linear nor all decision trees, or
+            a linear learner's ``coef_`` / ``intercept_`` have shapes that do
+            not give one score per class (or one signed score for two
+            classes); the message names the learner.
         """
         check_is_fitted(self)
         base = {"col_classes": self._classes_flat.copy(), "col_n_classes": self._n_cls.copy()}
@@ -470,6 +480,9 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
                     "threshold": self._tree_threshold.copy(), "left": self._tree_left.copy(),
                     "right": self._tree_right.copy(), "leaf": self._tree_leaf.copy(),
                     "root": self._tree_root.copy(), **base}
+        refusal = getattr(self, "_fast_path_refusal", None)
+        if refusal:
+            raise ValueError(f"learner_arrays: {refusal}")
         names = sorted({type(e).__name__ for e in self.estimators_})
         raise ValueError("learner_arrays needs linear learners (LinearClassifierMixin, "
                          f"MultinomialNB) or decision trees; got {names}")
@@ -648,7 +661,7 @@ def _is_linear(e):
     if isinstance(e, MultinomialNB):
         return True
     return isinstance(e, LinearClassifierMixin) and hasattr(e, "coef_") \
-        and np.ndim(e.intercept_) <= 1
+        and hasattr(e, "intercept_")
 
 
 def _is_tree(e):
@@ -656,18 +669,52 @@ def _is_tree(e):
         and getattr(e, "n_outputs_", 1) == 1 and hasattr(e, "tree_")
 
 
-def _linear_params(e):
-    """(coef (k, d), intercept (k,)) whose argmax / sign is the learner's prediction."""
+class _LinearShapeError(ValueError):
+    """A linear learner's parameters do not have a shape the fast path understands."""
+
+
+def _linear_params(e, n_features=None, column=None):
+    """(coef (k, d) float64, intercept (k,) float64) whose argmax / sign is the prediction.
+
+    Normalises the shapes scikit-learn's linear classifiers use, as
+    ``LinearClassifierMixin.decision_function`` reads them: ``coef_`` is
+    (k, d), or 1-D (d,) for a two-class learner such as ``RidgeClassifier``
+    (one signed score, k = 1); ``intercept_`` is (k,), (1,) or a scalar
+    (``fit_intercept=False`` in ``RidgeClassifier`` / ``LinearSVC``). k must be
+    1 (two classes: the second iff the score is > 0) or ``len(classes_)``
+    (argmax). Anything else raises :class:`_LinearShapeError` naming the learner.
+    """
     if isinstance(e, MultinomialNB):
         coef, intercept = e.feature_log_prob_, e.class_log_prior_
+        names = ("feature_log_prob_", "class_log_prior_")
     else:
-        coef = np.asarray(e.coef_, dtype=np.float64)
-        intercept = np.broadcast_to(np.asarray(e.intercept_, dtype=np.float64),
-                                    (coef.shape[0],))
-    coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
-    if sp.issparse(coef):  # pragma: no cover - sparsified linear models
+        coef, intercept = e.coef_, e.intercept_
+        names = ("coef_", "intercept_")
+    who = type(e).__name__ + ("" if column is None else f" (code column {column})")
+    if sp.issparse(coef):  # sparsified linear models
         coef = coef.toarray()
-    return coef, np.asarray(intercept, dtype=np.float64).reshape(-1)
+    coef = np.asarray(coef, dtype=np.float64)
+    intercept = np.asarray(intercept, dtype=np.float64)
+    n_cls = len(e.classes_)
+    raw = coef.shape
+    if coef.ndim == 1:
+        coef = coef[None, :]
+    allowed = (1, 2) if n_cls == 2 else (n_cls,)
+    if coef.ndim != 2 or coef.shape[0] not in allowed \
+            or (n_features is not None and coef.shape[1] != n_features):
+        d = "d" if n_features is None else str(n_features)
+        want = f"({d},) or (1, {d})" if n_cls == 2 else f"({n_cls}, {d})"
+        raise _LinearShapeError(
+            f"linear learner {who} has {names[0]} of shape {raw}; for {n_cls} classes "
+            f"{want} is needed (one score per class, or one signed score for two)")
+    k = coef.shape[0]
+    if not (intercept.size == 1 or (intercept.ndim >= 1 and intercept.size == k
+                                    and intercept.shape[-1] == k)):
+        raise _LinearShapeError(
+            f"linear learner {who} has {names[1]} of shape {intercept.shape}; a scalar, "
+            f"(1,) or ({k},) is needed for its {names[0]} of shape {raw}")
+    intercept = np.broadcast_to(intercept.reshape(-1), (k,)).copy()
+    return coef, intercept
 
 
 def _scores(e, X, symbols):
