@@ -198,6 +198,26 @@ def test_ecoc_fast_paths_equal_the_device_decoder(fault, ecoc_digits):
         assert fast.points[0].same_rate < 1.0
 
 
+@pytest.mark.parametrize("fault", [BSC(0.03), BSC(0.15), GilbertElliott(0.05, 0.3),
+                                   "interleaved"])
+def test_nb_fast_path_on_multiword_frames(fault):
+    # 30 features x up to 7 copies = 122 wire bits: two words, features whose
+    # copies straddle a word boundary (several (word, mask) pairs per feature)
+    rng = np.random.default_rng(8)
+    reps = rng.integers(0, 4, 30)
+    dev = ProtectedNBDevice.from_arrays(rng.integers(-9, 10, 30), 3, reps, 1)
+    assert dev.total_bits > 64
+    if fault == "interleaved":
+        fault = Interleave(BSC(0.1), copy_major_order(dev.copies))
+    X = _X(25, 30, seed=2)
+    fast = run_campaign(dev, X, fault, n_trials=200, seed=5, y=X[:, 0])
+    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, seed=5, y=X[:, 0],
+                        loader=ProtectedNBDevice)
+    assert fast.points[0].same_per_point == slow.points[0].same_per_point
+    assert fast.points[0].accuracy == slow.points[0].accuracy
+    assert fast.points[0].same_rate < 1.0
+
+
 def test_image_faults_reload_the_device():
     dev, X = _small_device(), _X()
     y = dev.predict(X)
