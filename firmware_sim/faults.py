@@ -36,7 +36,8 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from ._kernels.faults import _cut_rows, _gilbert_elliott_masks, _masks_from_bits, _xor_masks
+from ._kernels.bits import _pack_bits
+from ._kernels.faults import _cut_rows, _gilbert_elliott_masks, _xor_masks
 from .artifact import Container, read_container, write_container
 from .channel import _bernoulli_positions, _flip_inplace, check_bits, check_channel_eps, \
     check_random_state
@@ -178,7 +179,7 @@ class Fault:
         buf = np.zeros((nrows, width), np.uint8)
         self.apply_inplace(buf, rng)
         masks = np.empty((nrows, _n_words(width)), np.uint64)
-        _masks_from_bits(buf, masks)
+        _pack_bits(buf, masks)
         return masks
 
     def error_positions(self, nrows, width, rng, scratch=None):

@@ -3,10 +3,14 @@
 * ``_popcount64(x)`` -- number of set bits of a uint64 (LLVM ``ctpop``).
 * ``_lowest_bit(x)`` -- index of the lowest set bit of a non-zero uint64
   (LLVM ``cttz``).
+* ``_pack_bits(rows, out)`` -- 0/1 rows into uint64 words, column j at bit
+  ``j % 64`` of word ``j // 64`` (the layout of packed ECOC outputs and of
+  fault error masks).
 
-Both take and return uint64; no validation (kernels only).
+No validation (kernels only).
 """
 
+import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -41,3 +45,15 @@ def _popcount64(x):
 @njit(cache=True, inline="always")
 def _lowest_bit(x):
     return _cttz(x)
+
+
+@njit(cache=True)
+def _pack_bits(rows, out):
+    """Non-zero entries of ``rows`` (t, L) as set bits of ``out`` (t, ceil(L / 64))."""
+    one = np.uint64(1)
+    for i in range(rows.shape[0]):
+        for k in range(out.shape[1]):
+            out[i, k] = 0
+        for j in range(rows.shape[1]):
+            if rows[i, j] != 0:
+                out[i, j >> 6] |= one << np.uint64(j & 63)

@@ -8,13 +8,9 @@ compute.  Inputs are the fixed-point features ``q`` (int16).
 import numpy as np
 from numba import njit
 
-_ONE = np.uint64(1)
-_S1, _S2, _S4, _S56 = (np.uint64(v) for v in (1, 2, 4, 56))
-_M63 = np.uint64(63)
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
+from .bits import _pack_bits as _pack  # noqa: F401  (packed outputs: the shared layout)
+from .bits import _popcount64
+
 
 
 @njit(cache=True)
@@ -70,24 +66,10 @@ def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
             sym[i, j] = leaf[node]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _popcount(x):
-    x = x - ((x >> _S1) & _M1)
-    x = (x & _M2) + ((x >> _S2) & _M2)
-    x = (x + (x >> _S4)) & _M4
-    return np.int64((x * _H01) >> _S56)
-
-
-@njit(cache=True)
-def _pack(sym, out):
-    """Bits (0/1 per column) into uint64 words: column j is bit j % 64 of word j // 64."""
-    n, m = sym.shape
-    for i in range(n):
-        for k in range(out.shape[1]):
-            out[i, k] = 0
-        for j in range(m):
-            if sym[i, j] == 1:
-                out[i, j >> 6] |= _ONE << (np.uint64(j) & _M63)
+    """Set bits of a uint64 as int64 (one POPCNT instruction)."""
+    return np.int64(_popcount64(x))
 
 
 @njit(cache=True)

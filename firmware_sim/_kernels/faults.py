@@ -260,18 +260,6 @@ def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, se
 
 
 @njit(cache=True)
-def _masks_from_bits(bits, masks):
-    """Pack 0/1 rows (uint8, (t, L)) into error masks (layout of :func:`_cut_rows`)."""
-    n, L = bits.shape
-    for i in range(n):
-        for w in range(masks.shape[1]):
-            masks[i, w] = 0
-        for j in range(L):
-            if bits[i, j]:
-                masks[i, j >> 6] |= _ONE << np.uint64(j & 63)
-
-
-@njit(cache=True)
 def _xor_masks(bits, masks):
     """``bits ^= masks`` (0/1 uint8 rows (t, L), masks in the layout of :func:`_cut_rows`)."""
     n, L = bits.shape
