@@ -217,7 +217,8 @@ def single_upset_table(device, X, *, arrays=None, checked=False, loader=None, y=
     n = fault.targeted_bits(container)
     if n > max_bits:
         raise ValueError(f"{n} targeted bits exceed max_bits={max_bits}: one re-load per bit; "
-                         "choose arrays= (e.g. the decision-critical ones) or raise max_bits")
+                         "choose the arrays to upset (arrays=, CLI --arrays; the container "
+                         f"has {sorted(container.arrays)}) or raise max_bits (--max-bits)")
     if checked:
         layout = [("__image__", 0, n, "uint8")]
     else:
