@@ -9,10 +9,55 @@ decides caching and fastmath; no kernel hardcodes them.
 #: as their slow references.
 NJIT = {"cache": True, "fastmath": False}
 
+#: The same flags for the few kernels that run ``prange`` over independent
+#: items (points of a batch).  Each item's result depends on that item alone,
+#: so results are identical for any thread count (``numba.set_num_threads``).
+NJIT_PARALLEL = {**NJIT, "parallel": True}
+
 #: Largest feature count ``scp_exact`` accepts: meet in the middle keeps five
 #: float64 buffers of ``2**ceil(n/2)`` entries (sums, probabilities, merge
 #: scratch, prefix masses), i.e. 5 * 2**24 * 8 bytes = 640 MiB at n = 48.
 SCP_EXACT_MAX_FEATURES = 48
+
+#: Redundancy planner (``edgecode.redundancy.allocate_greedy``), method
+#: ``auto``: exact feature influences (meet in the middle, O(2**(n/2) n) per
+#: point and step) up to this many features, the grid engine above.  At
+#: n = 20 an exact step costs ~2 * 10**4 operations per point, about what one
+#: grid step costs at the default resolution; above it the exact cost doubles
+#: every two features while the grid's stays flat.
+PLAN_EXACT_MAX_FEATURES = 20
+
+#: Largest n for which ``method="exact"`` is accepted (2**15 subset sums and
+#: masks per half and per point).
+PLAN_EXACT_LIMIT = 30
+
+#: Grid engine: cells per point across the range where the flip sum can carry
+#: probability; memory is 8 bytes per cell and active point.
+PLAN_GRID_RESOLUTION = 2048
+
+#: Grid engine: a point is planned on the grid unless Bernstein's inequality
+#: shows its class changes with probability below this (or above one minus
+#: this) for every plan; the grid window leaves out at most this much mass.
+PLAN_GRID_TAIL = 2.0 ** -70
+
+#: Grid engine: the deconvolution series for one influence stops when its
+#: weights (e / (1 - e))**k / (1 - e) fall below this (each term is at most
+#: the weight times a window mass, so the truncation error is below it).
+PLAN_SERIES_TOL = 2.0 ** -40
+
+#: Lazy greedy: a step first re-evaluates the stale candidates with the best
+#: upper bounds, this many, then in one more pass every stale candidate whose
+#: bound still beats the best fresh gain (a pass over the points costs about
+#: the same for a few features or for many: it streams every point's CDF).
+PLAN_REFRESH_BATCH = 16
+
+#: A returned plan is certified by ``scp_exact`` when at most this many
+#: features can flip, by ``scp_bounds`` otherwise.
+PLAN_CERTIFY_EXACT_MAX = 24
+
+#: ``allocate_greedy`` warns (``PlanningCostWarning``) before a run expected
+#: to take longer than this many seconds.
+PLAN_WARN_SECONDS = 60.0
 
 #: Smallest Laplace smoothing accepted without a warning (as scikit-learn).
 ALPHA_MIN = 1e-10
@@ -79,3 +124,29 @@ ECOC_DECODING_MAX_WORDS = 2 ** 22
 #: (256 KiB) staying in cache (measured: 20% faster than one pass per axis
 #: for binary L = 20, 5% for 3-ary L = 13).
 ECOC_DECODING_CACHE_BLOCK = 2 ** 15
+
+#: ``edgecode.scp``: ``scp_exact`` and ``scp_bounds`` cut the points of a call
+#: into at most this many fixed, contiguous chunks and run the chunks in
+#: parallel (``prange``, ``NJIT_PARALLEL``); each chunk allocates its own
+#: buffers.  A point's result depends on that point alone, so the output is
+#: identical for any thread count (``numba.set_num_threads``).
+SCP_PARALLEL_CHUNKS = 64
+
+#: ``edgecode.scp``: the chunk count is also capped so that all chunks'
+#: buffers together stay below about this many bytes (never below one chunk):
+#: with large buffers fewer chunks run at once.  ``scp_exact`` needs about
+#: ``5 * 8 * 2**ceil(n/2)`` bytes per chunk (640 MiB at n = 48: one chunk),
+#: ``scp_bounds`` about ``32 * resolution`` (1 MiB at the default).
+SCP_PARALLEL_MAX_BYTES = 2 ** 30
+
+#: ``scp_bounds``, nearest rounding: the rounding residuals' sum is bounded by
+#: Bernstein's inequality with this failure probability on each side, and the
+#: bound is charged this much (both bounds loosen by at most this amount).
+SCP_BOUNDS_GAMMA = 2.0 ** -40
+
+#: ``edgecode.scp``: calls estimated below this many elementary steps (about
+#: 1 ns each: ``t * 2**ceil(n/2) * (n + 4)`` for ``scp_exact``,
+#: ``t * n * min(resolution, 2**n)`` for ``scp_bounds``) run on the calling
+#: thread, without starting the parallel region (whose launch costs ~10 us
+#: idle, and milliseconds when the cores are busy with other processes).
+SCP_PARALLEL_MIN_WORK = 2 ** 17

@@ -1,0 +1,581 @@
+"""Numba kernels for ``edgecode.redundancy`` (njit only; the wrappers validate).
+
+The greedy planner needs, at every step, the *influence* of each feature on
+each planning point::
+
+    I_j(x) = d change(x) / d eps_j = P(S + D_j + Z_{-j} changes) - P(S + Z_{-j} changes)
+
+where ``change(x) = 1 - SCP(x)`` and ``Z_{-j}`` is the flip sum of the other
+features.  ``change`` is multilinear in the eps, so moving eps_j from e to e'
+changes it by exactly ``(e' - e) I_j``: one influence per feature replaces the
+n SCP evaluations per step of a naive greedy.  Two ways to get all n of them:
+
+* ``_exact_influences`` -- meet in the middle (n up to ~30): the subset sums of
+  each half are generated sorted, with the bit mask of each subset; one sweep
+  gives every subset's partner mass, and summing it over the subsets that
+  contain feature j gives P(change and j flipped).
+* ``_grid_*`` -- a discretised flip-sum law per point (any n): each flip
+  effect rounded to a whole number of cells of a per-point grid of N cells;
+  the law kept as its characteristic function at the N/2 + 1 real-FFT
+  frequencies (``_grid_spectrum``, O(n N) per point once), updated after a
+  step by one multiplication per frequency (``_grid_respectrum``), turned
+  into a CDF by a batched inverse FFT (the wrapper) and ``_grid_cdf``, and
+  read by ``_grid_influences``, which removes one feature on the fly with an
+  alternating deconvolution series (a few dozen CDF reads per influence).
+  Updating the CDF itself by deconvolution would be O(N) too, but unstable
+  over many steps: each noise reduction sharpens the law, which multiplies
+  the rounding errors of its high-frequency components; products of
+  characteristic functions keep every component to relative precision.
+
+Orientation (as in ``edgecode.scp``): with ``sgn = +1`` if ``S > 0`` else -1,
+``S' = sgn S >= 0`` and ``d'_j = sgn D_j``, the class changes iff
+``S' + sum_E d'_j <= 0`` (S > 0) or ``< 0`` (S <= 0, "strict").
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .._config import NJIT, NJIT_PARALLEL
+
+#: points per prange chunk in the exact kernel (buffers are allocated per chunk)
+_EXACT_CHUNK = 16
+
+
+# --------------------------------------------------------------------------
+# exact influences: meet in the middle with subset masks
+# --------------------------------------------------------------------------
+
+@njit(**NJIT)
+def _sorted_sums_masks(vals, probs, idx, start, stop, sums, masses, masks):
+    """Sorted subset sums of ``vals[idx[start:stop]]``, their probabilities and masks.
+
+    Doubling with an in-place merge from the back (the list for one more
+    feature is the merge of the list and the list shifted by its value); bit
+    ``q - start`` of a mask is set when feature ``idx[q]`` is in the subset.
+    Returns the list length ``2 ** (stop - start)``.
+    """
+    m = 1
+    sums[0] = 0.0
+    masses[0] = 1.0
+    masks[0] = 0
+    for q in range(start, stop):
+        j = idx[q]
+        d = vals[j]
+        e = probs[j]
+        keep = 1.0 - e
+        bit = np.int64(1) << (q - start)
+        i = m - 1
+        k = m - 1
+        w = 2 * m - 1
+        while k >= 0:
+            shifted = sums[k] + d
+            if i >= 0 and sums[i] > shifted:
+                sums[w] = sums[i]
+                masses[w] = masses[i] * keep
+                masks[w] = masks[i]
+                i -= 1
+            else:
+                pm = masses[k] * e
+                mk = masks[k] | bit
+                sums[w] = shifted
+                masses[w] = pm
+                masks[w] = mk
+                k -= 1
+            w -= 1
+        for r in range(i + 1):
+            masses[r] *= keep
+        m *= 2
+    return m
+
+
+@njit(**NJIT)
+def _partner_mass(s, strict, sx, mx, sy, py, cum, out):
+    """``out[a]`` = mass of the y-subsets that change the class together with x-subset a.
+
+    The class changes iff ``(s + sx[a]) + sy[b] <= 0`` (``< 0`` if strict);
+    for increasing ``sx`` the changing ``b`` form a shrinking prefix of the
+    sorted ``sy``.  Both sweeps of a point use this one expression, so they
+    agree on every pair.
+    """
+    my = sy.shape[0]
+    cum[0] = 0.0
+    for b in range(my):
+        cum[b + 1] = cum[b] + py[b]
+    ptr = my
+    for a in range(mx):
+        x0 = s + sx[a]
+        while ptr > 0:
+            x = x0 + sy[ptr - 1]
+            if x < 0.0 or (x == 0.0 and not strict):
+                break
+            ptr -= 1
+        out[a] = cum[ptr]
+
+
+@njit(**NJIT)
+def _partner_mass_rev(s, strict, sx, px, sy, my, cum, out):
+    """The same pairs seen from the y side: ``out[b]`` = mass of the x-subsets
+    that change the class together with y-subset b (expression ``(s + sx[a]) + sy[b]``)."""
+    mx = sx.shape[0]
+    cum[0] = 0.0
+    for a in range(mx):
+        cum[a + 1] = cum[a] + px[a]
+    ptr = mx
+    for b in range(my):
+        while ptr > 0:
+            x = (s + sx[ptr - 1]) + sy[b]
+            if x < 0.0 or (x == 0.0 and not strict):
+                break
+            ptr -= 1
+        out[b] = cum[ptr]
+
+
+@njit(**NJIT)
+def _exact_point(p, margin, deltas, eps, infl, change, vals, idx, sa, pa, ka, sb, pb, kb,
+                 cum, ga, gb, w1):
+    n = deltas.shape[1]
+    s = margin[p]
+    strict = not (s > 0.0)
+    sgn = 1.0 if s > 0.0 else -1.0
+    s = sgn * s
+    na = 0
+    for j in range(n):
+        infl[p, j] = 0.0
+        vals[j] = sgn * deltas[p, j]
+        if eps[j] > 0.0 and deltas[p, j] != 0.0:
+            idx[na] = j
+            na += 1
+    if na == 0:
+        change[p] = 0.0
+        return
+    h1 = na // 2
+    ma = _sorted_sums_masks(vals, eps, idx, 0, h1, sa, pa, ka)
+    mb = _sorted_sums_masks(vals, eps, idx, h1, na, sb, pb, kb)
+    _partner_mass(s, strict, sa[:ma], ma, sb[:mb], pb[:mb], cum, ga)
+    _partner_mass_rev(s, strict, sa[:ma], pa[:ma], sb[:mb], mb, cum, gb)
+    c = 0.0
+    for a in range(ma):
+        c += pa[a] * ga[a]
+    change[p] = c
+    # P(change and feature j flipped), j in the first half, then the second
+    for q in range(na):
+        w1[q] = 0.0
+    for a in range(ma):
+        v = pa[a] * ga[a]
+        if v == 0.0:
+            continue
+        mk = ka[a]
+        q = 0
+        while mk:
+            if mk & 1:
+                w1[q] += v
+            mk >>= 1
+            q += 1
+    for b in range(mb):
+        v = pb[b] * gb[b]
+        if v == 0.0:
+            continue
+        mk = kb[b]
+        q = h1
+        while mk:
+            if mk & 1:
+                w1[q] += v
+            mk >>= 1
+            q += 1
+    for q in range(na):
+        j = idx[q]
+        e = eps[j]
+        infl[p, j] = w1[q] / e - (c - w1[q]) / (1.0 - e)
+
+
+@njit(**NJIT_PARALLEL)
+def _exact_influences(margin, deltas, eps, infl, change):
+    """Exact influences ``infl[p, j]`` and change probabilities ``change[p]``.
+
+    ``infl[p, j] = P(change | j flipped) - P(change | j kept)``, obtained as
+    ``W_j / e_j - (change - W_j) / (1 - e_j)`` with ``W_j = P(change and j
+    flipped)``.  Features with ``eps_j == 0`` or ``D_j == 0`` get 0 (the
+    planner never steps them).  O(2**(n/2) n) per point; chunks of points run
+    in parallel, each point's values depend on that point alone.
+    """
+    t, n = deltas.shape
+    cap = 1 << ((n + 1) // 2)
+    n_chunks = (t + _EXACT_CHUNK - 1) // _EXACT_CHUNK
+    for ch in prange(n_chunks):
+        vals = np.empty(n)
+        idx = np.empty(n, np.int64)
+        sa = np.empty(cap)
+        pa = np.empty(cap)
+        ka = np.empty(cap, np.int64)
+        sb = np.empty(cap)
+        pb = np.empty(cap)
+        kb = np.empty(cap, np.int64)
+        cum = np.empty(cap + 1)
+        ga = np.empty(cap)
+        gb = np.empty(cap)
+        w1 = np.empty(n)
+        for p in range(ch * _EXACT_CHUNK, min(t, (ch + 1) * _EXACT_CHUNK)):
+            _exact_point(p, margin, deltas, eps, infl, change, vals, idx, sa, pa, ka, sb, pb,
+                         kb, cum, ga, gb, w1)
+
+
+# --------------------------------------------------------------------------
+# grid: a discretised flip-sum CDF per point
+# --------------------------------------------------------------------------
+
+@njit(**NJIT)
+def _cell(d, h):
+    """Grid value of a flip effect: ``d / h`` rounded to the nearest integer (half up)."""
+    return np.int64(math.floor(d / h + 0.5))
+
+
+@njit(**NJIT)
+def _bernstein_width(var, mx, log_term):
+    """t with P(|Z - EZ| >= t) <= 2 exp(-log_term) for a sum of independent
+    terms bounded by ``mx`` with total variance ``var`` (Bernstein)."""
+    a3 = log_term * mx / 3.0
+    return a3 + math.sqrt(a3 * a3 + 2.0 * log_term * var)
+
+
+@njit(**NJIT)
+def _cdf_at(F, x):
+    """CDF of the grid law at cell coordinate x (each cell's mass spread
+    uniformly over [c - 1/2, c + 1/2]; linear between the half-integers)."""
+    w = F.shape[0]
+    y = x + 0.5
+    if y <= 0.0:
+        return 0.0
+    c0 = np.int64(math.floor(y))
+    if c0 >= w:
+        return F[w - 1]
+    below = F[c0 - 1] if c0 >= 1 else 0.0
+    return below + (F[c0] - below) * (y - c0)
+
+
+@njit(**NJIT)
+def _window(deltas, eps, p, sgn, h, log_term):
+    """Integer window ``(lo, hi)`` of point p's rounded flip sum at grid step h.
+
+    Exact extremes of the sum, narrowed to where Bernstein's inequality leaves
+    more than ``2 exp(-log_term)`` of mass for any eps' <= eps: the mean moves
+    only between ``sum_{q<0} e q`` and ``sum_{q>0} e q`` as eps decreases and
+    the variance only shrinks.
+    """
+    n = deltas.shape[1]
+    qs_pos = 0
+    qs_neg = 0
+    qmu_pos = 0.0
+    qmu_neg = 0.0
+    qvar = 0.0
+    qmx = 0.0
+    for j in range(n):
+        d = sgn * deltas[p, j]
+        e = eps[j]
+        if e > 0.0 and d != 0.0:
+            q = _cell(d, h)
+            if q > 0:
+                qs_pos += q
+                qmu_pos += e * q
+            else:
+                qs_neg += q
+                qmu_neg += e * q
+            qf = float(q)
+            qvar += e * (1.0 - e) * qf * qf
+            if abs(qf) > qmx:
+                qmx = abs(qf)
+    wq = _bernstein_width(qvar, qmx, log_term)
+    lo_c = min(max(qs_neg, np.int64(math.floor(qmu_neg - wq))) - 1, -1)
+    hi_c = max(min(qs_pos, np.int64(math.ceil(qmu_pos + wq))) + 1, 1)
+    return lo_c, hi_c
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out, state_out):
+    """Per point: grid step h, window start and threshold position (in cells).
+
+    ``state_out[p]``: 0 = the class never changes (change < 2 exp(-log_term)
+    for any eps' <= eps, componentwise), 2 = it always changes, 1 = planned
+    on the grid.  h is chosen so that the point's window (``_window``) fills
+    at most ``n_cells`` cells; flip effects are rounded to whole cells.
+    """
+    t, n = deltas.shape
+    for p in prange(t):
+        s = margin[p]
+        sgn = 1.0 if s > 0.0 else -1.0
+        tau = -(sgn * s)
+        sum_pos = 0.0
+        sum_neg = 0.0
+        mu_pos = 0.0
+        mu_neg = 0.0
+        var = 0.0
+        mx = 0.0
+        na = 0
+        for j in range(n):
+            d = sgn * deltas[p, j]
+            e = eps[j]
+            if e > 0.0 and d != 0.0:
+                na += 1
+                if d > 0.0:
+                    sum_pos += d
+                    mu_pos += e * d
+                else:
+                    sum_neg += d
+                    mu_neg += e * d
+                var += e * (1.0 - e) * d * d
+                ad = abs(d)
+                if ad > mx:
+                    mx = ad
+        h_out[p] = 1.0
+        lo_out[p] = 0
+        xtau_out[p] = 0.0
+        state_out[p] = 0
+        if na == 0:
+            continue
+        wdt = _bernstein_width(var, mx, log_term)
+        lo_r = max(sum_neg, mu_neg - wdt)
+        hi_r = min(sum_pos, mu_pos + wdt)
+        if tau < lo_r:
+            continue
+        if tau >= hi_r:
+            state_out[p] = 2
+            continue
+        h = (hi_r - lo_r) / (n_cells - 4)
+        lo_c, hi_c = _window(deltas, eps, p, sgn, h, log_term)
+        while hi_c - lo_c + 1 > n_cells:
+            h *= 1.01 * (hi_c - lo_c + 1) / n_cells
+            lo_c, hi_c = _window(deltas, eps, p, sgn, h, log_term)
+        x = tau / h - lo_c
+        h_out[p] = h
+        lo_out[p] = lo_c
+        xtau_out[p] = x
+        if x < -0.5:
+            state_out[p] = 0
+        elif x >= hi_c - lo_c + 0.5:
+            state_out[p] = 2
+        else:
+            state_out[p] = 1
+
+
+@njit(**NJIT)
+def _cpow(z, c):
+    """z ** c for a complex z and an integer c >= 1 (binary exponentiation)."""
+    out = 1.0 + 0.0j
+    while c:
+        if c & 1:
+            out *= z
+        z *= z
+        c >>= 1
+    return out
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_spectrum(margin, deltas, eps, rows, h, lo, roots, phi):
+    """Characteristic function of each planned point's rounded flip sum.
+
+    ``phi[r, k] = roots[(k z0) mod N] prod_j ((1 - e_j) + e_j roots[(k q_j) mod N])``
+    for k = 0..N/2, with ``roots[m] = exp(-2 pi i m / N)`` and z0 = -lo the
+    cell of a zero sum: the real FFT of the law on the N cells (the window
+    holds all but a negligible mass, so the circular wrap is negligible).
+    Features with the same (q_j, e_j) at a point share one factor raised to
+    their count.  Products keep relative precision in every component, which
+    a transform of the law itself would not: a noise reduction later
+    multiplies the small high-frequency components by large factors.
+    """
+    nr = rows.shape[0]
+    n = deltas.shape[1]
+    nk = phi.shape[1]
+    big_n = roots.shape[0]
+    for r in prange(nr):
+        p = rows[r]
+        sgn = 1.0 if margin[p] > 0.0 else -1.0
+        z0 = -lo[p]
+        m = 0
+        for k in range(nk):
+            phi[r, k] = roots[m]
+            m += z0
+            if m >= big_n:
+                m -= big_n
+        hp = h[p]
+        qv = np.empty(n, np.int64)
+        ev = np.empty(n)
+        key = np.empty(n)
+        na = 0
+        for j in range(n):
+            d = sgn * deltas[p, j]
+            e = eps[j]
+            if e == 0.0 or d == 0.0:
+                continue
+            q = _cell(d, hp) % big_n
+            if q == 0:
+                continue
+            qv[na] = q
+            ev[na] = e
+            key[na] = q + e
+            na += 1
+        order = np.argsort(key[:na])
+        a = 0
+        while a < na:
+            q = qv[order[a]]
+            e = ev[order[a]]
+            b = a + 1
+            while b < na and qv[order[b]] == q and ev[order[b]] == e:
+                b += 1
+            count = b - a
+            keep = 1.0 - e
+            m = 0
+            for k in range(nk):
+                f = keep + e * roots[m]
+                phi[r, k] *= f if count == 1 else _cpow(f, count)
+                m += q
+                if m >= big_n:
+                    m -= big_n
+            a = b
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_respectrum(margin, deltas, j, e_old, e_new, rows, h, roots, phi):
+    """Feature j's flip probability moves from e_old to e_new: multiply each
+    spectrum by ``((1 - e_new) + e_new w) / ((1 - e_old) + e_old w)``, w the
+    feature's root of unity (|denominator| >= 1 - 2 e_old > 0).  The ratio
+    depends on w alone, so it is tabulated once for the N roots."""
+    nr = rows.shape[0]
+    nk = phi.shape[1]
+    big_n = roots.shape[0]
+    ratio = np.empty(big_n, np.complex128)
+    for m in range(big_n):
+        w = roots[m]
+        ratio[m] = ((1.0 - e_new) + e_new * w) / ((1.0 - e_old) + e_old * w)
+    for r in prange(nr):
+        p = rows[r]
+        sgn = 1.0 if margin[p] > 0.0 else -1.0
+        d = sgn * deltas[p, j]
+        if d == 0.0:
+            continue
+        q = _cell(d, h[p]) % big_n
+        if q == 0:
+            continue
+        m = 0
+        for k in range(nk):
+            phi[r, k] *= ratio[m]
+            m += q
+            if m >= big_n:
+                m -= big_n
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_cdf(pmf, rows, xtau, change):
+    """Turn each row's law (from the inverse FFT) into its CDF, in place, and
+    read the change probability at the threshold."""
+    nr = rows.shape[0]
+    for r in prange(nr):
+        acc = 0.0
+        row = pmf[r]
+        for z in range(row.shape[0]):
+            acc += row[z]
+            row[z] = acc
+        change[rows[r]] = _cdf_at(row, xtau[rows[r]])
+
+
+@njit(**NJIT)
+def _cdf_cell(F, c, f):
+    """``_cdf_at`` at a point given as cell c (= floor(x + 1/2)) and fraction f."""
+    w = F.shape[0]
+    if c <= 0:
+        return F[0] * f if c == 0 else 0.0
+    if c >= w:
+        return F[w - 1]
+    return F[c - 1] + (F[c] - F[c - 1]) * f
+
+
+@njit(**NJIT)
+def _grid_point_influence(F, x, dl, q, e, tol):
+    """Influence of one feature at one point from the CDF F of the full flip sum.
+
+    With Q the sum without the feature (grid value q, real value dl cells) and
+    rho = e / (1 - e), inverting ``F = (1 - e) F_Q + e F_Q(. - q)`` gives
+    ``F_Q(y) = sum_k (-rho)^k F(y - k q) / (1 - e)``, so
+    ``I = F_Q(x - dl) - F_Q(x) = sum_k (-rho)^k [F(x - dl - k q) - F(x - k q)] / (1 - e)``.
+    Each bracket is the mass of a window of width |dl|, and the windows march
+    away from x by q cells per term, so every later bracket is at most the
+    mass below the current window's top (q > 0) or above its bottom (q < 0):
+    the series stops when that mass times the remaining weights
+    ``|coef| / (1 - rho)`` is below ``tol``.  The read positions move by
+    whole cells, so their cells and fractions are computed once.
+    """
+    w = F.shape[0]
+    ya = x + 0.5
+    yb = x - dl + 0.5
+    ca = np.int64(math.floor(ya))
+    cb = np.int64(math.floor(yb))
+    fa = ya - ca
+    fb = yb - cb
+    gb = _cdf_cell(F, cb, fb)
+    ga = _cdf_cell(F, ca, fa)
+    if e == 0.0 or q == 0:
+        return gb - ga
+    rho = e / (1.0 - e)
+    coef = 1.0 / (1.0 - e)
+    tail = 1.0 / (1.0 - rho)
+    total = F[w - 1]
+    acc = 0.0
+    while True:
+        acc += coef * (gb - ga)
+        coef = -coef * rho
+        # every later window lies below this one's top (q > 0) or above its
+        # bottom (q < 0): its mass is at most what lies beyond that end
+        beyond = max(ga, gb) if q > 0 else total - min(ga, gb)
+        if abs(coef) * tail * (beyond if beyond > 0.0 else 0.0) < tol or abs(coef) < tol:
+            break
+        ca -= q
+        cb -= q
+        gb = _cdf_cell(F, cb, fb)
+        ga = _cdf_cell(F, ca, fa)
+    return acc
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_influences(margin, deltas, eps, feats, rows, h, xtau, cdf, tol, out):
+    """``out[r, k]`` = grid influence of feature ``feats[k]`` at point ``rows[r]``
+    (``cdf[r]`` is that point's CDF)."""
+    nf = feats.shape[0]
+    for r in prange(rows.shape[0]):
+        p = rows[r]
+        sgn = 1.0 if margin[p] > 0.0 else -1.0
+        F = cdf[r]
+        hp = h[p]
+        x = xtau[p]
+        for k in range(nf):
+            j = feats[k]
+            d = sgn * deltas[p, j]
+            if d == 0.0:
+                out[r, k] = 0.0
+            else:
+                out[r, k] = _grid_point_influence(F, x, d / hp, _cell(d, hp), eps[j], tol)
+
+
+@njit(**NJIT_PARALLEL)
+def _column_sums(values, total, pos, neg):
+    """Per column of ``values`` (points x features): the sum, the sum of the
+    positive entries and of the negated negative ones (from the sum and the
+    sum of absolute values), each added in point order: the same result for
+    any thread count.  Blocks of columns run in parallel; each block reads
+    the rows contiguously."""
+    t, nf = values.shape
+    block = 64
+    for b in prange((nf + block - 1) // block):
+        k0 = b * block
+        width = min(nf, k0 + block) - k0
+        acc = np.zeros(width)
+        acc_abs = np.zeros(width)
+        for r in range(t):
+            row = values[r, k0:k0 + width]
+            for k in range(width):
+                v = row[k]
+                acc[k] += v
+                acc_abs[k] += abs(v)
+        for k in range(width):
+            total[k0 + k] = acc[k]
+            pos[k0 + k] = 0.5 * (acc_abs[k] + acc[k])
+            neg[k0 + k] = 0.5 * (acc_abs[k] - acc[k])
