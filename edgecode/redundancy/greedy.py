@@ -111,10 +111,11 @@ class Allocation:
     repetitions : ndarray of shape (n_features,)
         r_j; feature j is sent ``2 r_j + 1`` times.
     mean_scp : float
-        Mean SCP over the planning points under the plan, as the planning
-        method sees it: exact for ``exact``, the grid estimate for ``grid``,
-        the seed's approximation for ``approx``, the certified lower bound for
-        ``bounds``.
+        Mean SCP over the planning points under the plan: exact where the
+        certificate is exact; otherwise the planning method's value (the grid
+        estimate for ``grid``, the seed's approximation for ``approx``, the
+        certified lower bound for ``bounds``) moved into the certified
+        interval when it falls outside.
     history : list of (feature, mean_scp)
         One entry per greedy step: the feature that got a unit and the mean
         SCP after it (as ``mean_scp``).  Empty for a uniform plan.
@@ -347,8 +348,10 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
         t1 = time.perf_counter()
         lower, upper, how = certify_plan(margin, deltas, err)
         stats["certify_seconds"] = time.perf_counter() - t1
-        if name == "exact" and how == "exact":
-            value = lower  # both exact: report the certifier's (independent) value
+        if how == "exact":
+            value = lower  # report the certifier's (independent) exact value
+        else:
+            value = min(max(value, lower), upper)  # the truth is in [lower, upper]
     return Allocation(r, value, history, name, 2 * units, eps, err, lower, upper, how, stats)
 
 

@@ -59,7 +59,7 @@ def repetition_error(eps, r):
     if np.any(rr < 0):
         raise ValueError(f"r must be >= 0; got {r!r}")
     out = np.asarray(bdtrc(rr, 2 * rr + 1, e), dtype=np.float64)
-    out = np.where(e == 0.0, 0.0, out)
+    out = np.where(e == 0.0, 0.0, np.where(rr == 0, e, out))  # one copy: exactly eps
     return float(out) if out.ndim == 0 else out
 
 

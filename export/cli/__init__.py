@@ -64,6 +64,10 @@ def main(argv=None):
     except (ValueError, TypeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopped cleanly, no output file was written or replaced",
+              file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,8 +1,10 @@
 """``edgecode plan`` and ``edgecode simulate``: protected naive Bayes on the command line."""
 
 import json
+import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -11,24 +13,41 @@ __all__ = ["run_plan", "run_simulate", "run_demo_stage", "register"]
 
 
 class _Progress:
-    """A one-line progress bar on stderr for long plans (silent when not a TTY)."""
+    """Progress of a long plan on stderr.
 
-    def __init__(self, label, stream=None, force=False):
-        self.label, self.stream = label, stream or sys.stderr
-        self.enabled = force or self.stream.isatty()
-        self.t0 = time.perf_counter()
+    On a terminal: one line redrawn in place with a bar, the step, the
+    feature, the running 1-SCP, the elapsed time and an ETA.  Otherwise (a
+    log, a pipe, CI): one plain line every ``every`` seconds and at the end.
+    """
+
+    def __init__(self, label, names=None, stream=None, every=10.0, tty=None):
+        self.label, self.names = label, names
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.every = every
+        self.t0 = self.last = time.perf_counter()
+
+    def _name(self, j):
+        return self.names[j] if self.names is not None and j < len(self.names) else str(j)
 
     def __call__(self, step, total, feature, value):
-        if not self.enabled:
-            return
-        width = 30
-        done = int(width * step / max(total, 1))
-        self.stream.write(f"\r{self.label} [{'#' * done}{'.' * (width - done)}] {step}/{total} "
-                          f"feature {feature} 1-SCP {1 - value:.3e} "
-                          f"{time.perf_counter() - self.t0:.1f}s")
-        if step == total:
-            self.stream.write("\n")
-        self.stream.flush()
+        now = time.perf_counter()
+        elapsed = now - self.t0
+        eta = elapsed / step * (total - step) if step else float("nan")
+        if self.tty:
+            width = 24
+            done = int(width * step / max(total, 1))
+            self.stream.write(f"\r{self.label} [{'#' * done}{'.' * (width - done)}] "
+                              f"{step}/{total} {self._name(feature)} 1-SCP {1 - value:.3e} "
+                              f"{elapsed:.1f}s ETA {eta:.1f}s  ")
+            if step == total:
+                self.stream.write("\n")
+            self.stream.flush()
+        elif now - self.last >= self.every or step == total:
+            self.last = now
+            print(f"{self.label}: step {step}/{total} ({100 * step / max(total, 1):.0f}%), "
+                  f"1-SCP {1 - value:.3e}, {elapsed:.1f}s elapsed, ETA {eta:.1f}s",
+                  file=self.stream, flush=True)
 
 
 def _parse_eps(text, n=None):
@@ -57,68 +76,231 @@ def _fmt_r(r):
     return " ".join(str(2 * int(v) + 1) for v in r)
 
 
+#: above this many features the allocation rows are summarised, not listed
+_LIST_MAX_FEATURES = 40
+
+
+def _method_reason(requested, used, n, resolution):
+    from edgecode._config import PLAN_EXACT_MAX_FEATURES
+    if used == "exact":
+        why = (f"n = {n} <= {PLAN_EXACT_MAX_FEATURES} features: exact influences by meet in "
+               f"the middle (2^{(n + 1) // 2} subset sums per half and point)")
+    elif used == "grid":
+        why = (f"n = {n} > {PLAN_EXACT_MAX_FEATURES} features: exact influences would cost "
+               f"2^{(n + 1) // 2} per point and step; the grid engine ({resolution} cells per "
+               "point) costs the same at any n, and the plan is certified afterwards")
+    elif used == "approx":
+        why = "the seed's Algorithm 1 (k buckets), every candidate evaluated at every step"
+    else:
+        why = "the certified lower bound, every candidate evaluated at every step"
+    head = f"method {requested} -> {used}" if requested == "auto" else f"method {used}"
+    return f"{head}: {why}"
+
+
+def _score(margin, deltas, eff, resolution):
+    """(estimate, lower, upper, how) of the mean SCP under effective flip probabilities.
+
+    Exact when at most PLAN_CERTIFY_EXACT_MAX features can flip; otherwise the
+    grid engine's estimate and the certified bounds of ``scp_bounds``,
+    computed in chunks of points so that Ctrl-C is answered promptly.
+    """
+    from edgecode._config import PLAN_CERTIFY_EXACT_MAX
+    from edgecode.redundancy import certify_plan
+    from edgecode.redundancy.influence import GridEngine
+    from edgecode.scp import scp_bounds
+    live = (eff > 0) & (deltas != 0).any(axis=0)
+    if live.sum() <= PLAN_CERTIFY_EXACT_MAX:
+        lo, up, how = certify_plan(margin, deltas, eff)
+        return lo, lo, up, how
+    est = 1.0 - float(GridEngine(margin, deltas, eff, resolution).change.mean())
+    lows, ups = [], []
+    for a in range(0, len(margin), 256):
+        lo, up = scp_bounds(margin[a:a + 256], deltas[a:a + 256], eff)
+        lows.append(lo)
+        ups.append(up)
+    lo, up = float(np.concatenate(lows).mean()), float(np.concatenate(ups).mean())
+    return min(max(est, lo), up), lo, up, "bounds"
+
+
+def _summary_rows(r, names, top=10):
+    """Copies-per-feature histogram and the most protected features, for large n."""
+    copies = 2 * np.asarray(r) + 1
+    vals, counts = np.unique(copies, return_counts=True)
+    hist = ", ".join(f"{c} x {v}" for v, c in zip(vals, counts))
+    order = np.argsort(-copies, kind="stable")[:top]
+    most = ", ".join(f"{names[j]} ({copies[j]})" for j in order if copies[j] > 1)
+    return f"copies per feature: {hist}", f"most protected (copies): {most or 'none'}"
+
+
+def _write_plan(path, plan, names, meta):
+    """The full plan as CSV (one row per feature) or JSON, by the file suffix."""
+    path = Path(path)
+    rows = [{"index": int(j), "name": names[j], "copies": int(2 * plan.repetitions[j] + 1),
+             "repetitions": int(plan.repetitions[j]), "eps": float(plan.eps[j]),
+             "effective_eps": float(plan.effective_eps[j])} for j in range(len(names))]
+    if path.suffix.lower() == ".json":
+        doc = {**meta, "features": rows}
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+    else:
+        import csv
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["index"])
+            w.writeheader()
+            w.writerows(rows)
+
+
+class _AtomicOutputs:
+    """Temporary files beside each output; renamed into place only when all succeed.
+
+    On any exception, Ctrl-C included, the temporaries are removed and no
+    output file is created or replaced.
+    """
+
+    def __init__(self, paths):
+        self.paths = [Path(p) for p in paths if p is not None]
+        self.tmp = {}
+
+    def __enter__(self):
+        for p in self.paths:
+            if not p.parent.exists():
+                raise FileNotFoundError(f"cannot write {p}: no directory {p.parent}")
+            self.tmp[p] = p.with_name(f".{p.name}.{os.getpid()}.partial{p.suffix}")
+        return self
+
+    def __getitem__(self, path):
+        return None if path is None else self.tmp[Path(path)]
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            for p, t in self.tmp.items():
+                os.replace(t, p)
+        else:
+            for t in self.tmp.values():
+                try:
+                    t.unlink()
+                except FileNotFoundError:
+                    pass
+        return False
+
+
 def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx_out=None,
-             fit_split="train", plan_split="test", max_points=None, stream=None, quiet=False):
+             fit_split="train", plan_split="test", max_points=None, stream=None, quiet=False,
+             plan_out=None, resolution=None, progress_stream=None):
     """Fit, plan uniform vs greedy, print the table, optionally write artifacts.
 
     Returns a dict with the fitted model, the data, both plans and the export.
     """
     from edgecode import datasets
+    from edgecode._config import PLAN_GRID_RESOLUTION
     from edgecode.naive_bayes import BinaryNaiveBayes
-    from edgecode.redundancy import allocate_greedy, allocate_uniform, mean_scp
+    from edgecode.redundancy import (PlanningCostWarning, allocate_greedy, allocate_uniform,
+                                     estimate_plan_seconds, repetition_error)
+    from edgecode.redundancy.greedy import _resolve_method
 
     out_stream = stream or sys.stdout
+    resolution = PLAN_GRID_RESOLUTION if resolution is None else resolution
 
     def say(msg=""):
         if not quiet:
-            print(msg, file=out_stream)
+            print(msg, file=out_stream, flush=True)
 
     data = datasets.load(dataset) if isinstance(dataset, str) else dataset
     fit_rows, plan_rows = _split_data(data, fit_split, plan_split)
     nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.y)
     Xp = plan_rows.X if max_points is None else plan_rows.X[:max_points]
     margin, deltas = nb.decision_function(Xp), nb.flip_deltas(Xp)
-    n = deltas.shape[1]
+    t, n = deltas.shape
+    names = list(data.feature_names) if len(data.feature_names) == n else \
+        [f"x{j}" for j in range(n)]
     eps_arr = eps if np.ndim(eps) else float(eps)
-    say(f"plan on {data.name}: n = {n} features, t = {len(Xp)} planning points, "
+    eps_vec = np.broadcast_to(np.asarray(eps_arr, dtype=float), (n,)).copy()
+    say(f"plan on {data.name}: n = {n} features, t = {t} planning points, "
         f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.y):.3f} "
         f"on the planning split)")
     say(f"channel eps = {eps if np.ndim(eps) == 0 else list(np.round(eps, 4))}, "
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
+    used = _resolve_method(method, n)
+    say(_method_reason(method, used, n, resolution))
+    expected = estimate_plan_seconds(t, n, budget_bits // 2, used, resolution)
+    expected += 2 * (estimate_plan_seconds(t, n, 0, "grid", resolution) if used != "exact"
+                     else 0.0)
+    if expected > 60:
+        say(f"warning: expected to take about {expected:.0f} s on one core "
+            "(progress on stderr; Ctrl-C stops cleanly, nothing is written)")
+    elif expected > 5:
+        say(f"expected time: about {expected:.0f} s on one core")
     t0 = time.perf_counter()
-    none = mean_scp(margin, deltas, eps_arr, None, method)
-    rows = [("none", 1 - none, np.zeros(n, int))]
+    progress = None if quiet else _Progress("greedy plan", names, stream=progress_stream)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PlanningCostWarning)  # said above, with the CLI's estimate
+        plan = allocate_greedy(margin, deltas, eps_arr, budget_bits, method=method,
+                               progress=progress, resolution=resolution)
+    plan_s = time.perf_counter() - t0
+    rows = [("none", _score(margin, deltas, eps_vec, resolution), np.zeros(n, int))]
     uniform = None
     if budget_bits >= 2 * n:
         ru = allocate_uniform(n, budget_bits)
-        uniform = mean_scp(margin, deltas, eps_arr, ru, method)
-        rows.append(("uniform", 1 - uniform, ru))
-    plan = allocate_greedy(margin, deltas, eps_arr, budget_bits, method=method,
-                           progress=None if quiet else _Progress("greedy plan"))
-    rows.append(("greedy", 1 - plan.mean_scp, plan.repetitions))
+        sc = _score(margin, deltas, repetition_error(eps_vec, ru), resolution)
+        uniform = sc[0]
+        rows.append(("uniform", sc, ru))
+    rows.append(("greedy", (plan.mean_scp, plan.scp_lower, plan.scp_upper, plan.certified_by),
+                 plan.repetitions))
     elapsed = time.perf_counter() - t0
-    say(f"{'allocation':<10} {'1-SCP':>11}  bits per feature")
-    for name, change, r in rows:
-        say(f"{name:<10} {change:11.4e}  {_fmt_r(r)}")
-    ref_name, ref = ("uniform", 1 - uniform) if uniform is not None else ("none", 1 - none)
-    ratio = ref / (1 - plan.mean_scp) if plan.mean_scp < 1 else float("inf")
-    say(f"ratio {ref_name}/greedy 1-SCP: {ratio:.2f}x   (SCP method {plan.method}, "
-        f"{elapsed:.2f}s)")
+    exact = all(r[1][3] == "exact" for r in rows)
+    if n <= _LIST_MAX_FEATURES:
+        head = "1-SCP" if exact else "1-SCP est  [certified interval]"
+        say(f"{'allocation':<10} {head:>11}  bits per feature")
+    else:
+        say(f"{'allocation':<10} {'1-SCP' if exact else '1-SCP est  [certified interval]'}")
+    for name, (est, lo, up, how), r in rows:
+        val = f"{1 - est:11.4e}" if how == "exact" else \
+            f"{1 - est:11.4e}  [{1 - up:.4e}, {1 - lo:.4e}]"
+        say(f"{name:<10} {val}  {_fmt_r(r)}" if n <= _LIST_MAX_FEATURES else f"{name:<10} {val}")
+    if n > _LIST_MAX_FEATURES:
+        for line in _summary_rows(plan.repetitions, names):
+            say(line)
+        if plan_out is None:
+            say("(the full plan: --plan-out plan.csv or plan.json)")
+    ref_name, ref = ("uniform", rows[1][1]) if uniform is not None else ("none", rows[0][1])
+    g = rows[-1][1]
+    ratio = (1 - ref[0]) / (1 - g[0]) if g[0] < 1 else float("inf")
+    cert = ""
+    if not exact and g[1] < 1:
+        cert = (f", certified {(1 - ref[2]) / (1 - g[1]):.2f}x-"
+                f"{(1 - ref[1]) / max(1 - g[2], 1e-300):.2f}x")
+    say(f"ratio {ref_name}/greedy 1-SCP: {ratio:.2f}x{cert}   (method {plan.method}, "
+        f"plan {plan_s:.2f}s, all {elapsed:.2f}s)")
     result = {"model": nb, "data": data, "plan_rows": plan_rows, "X_plan": Xp, "plan": plan,
-              "uniform_scp": uniform, "none_scp": none, "ratio": ratio}
-    if out is not None or onnx_out is not None:
-        from export.naive_bayes import export_protected_nb
+              "uniform_scp": uniform, "none_scp": rows[0][1][0], "ratio": ratio}
+    if out is not None or onnx_out is not None or plan_out is not None:
         meta = {"dataset": data.name, "planned_eps": json.dumps(np.atleast_1d(eps).tolist()),
-                "planned_mean_scp": repr(plan.mean_scp), "planning_points": str(len(Xp)),
+                "planned_mean_scp": repr(plan.mean_scp),
+                "planned_scp_lower": repr(plan.scp_lower),
+                "planned_scp_upper": repr(plan.scp_upper),
+                "planning_points": str(len(Xp)),
                 "scp_method": plan.method, "budget_bits": str(budget_bits)}
-        exp = export_protected_nb(nb, plan.repetitions, container_path=out, onnx_path=onnx_out,
-                                  X_check=data.X, meta=meta)
-        result["export"] = exp
+        with _AtomicOutputs([out, onnx_out, plan_out]) as tmp:
+            if out is not None or onnx_out is not None:
+                from export.naive_bayes import export_protected_nb
+                exp = export_protected_nb(nb, plan.repetitions, container_path=tmp[out],
+                                          onnx_path=tmp[onnx_out], X_check=data.X, meta=meta)
+                result["export"] = exp
+            if plan_out is not None:
+                _write_plan(tmp[plan_out], plan, names,
+                            {**meta, "certified_by": plan.certified_by,
+                             "planned_eps": np.atleast_1d(eps).tolist(),
+                             "planned_mean_scp": plan.mean_scp,
+                             "planned_scp_lower": plan.scp_lower,
+                             "planned_scp_upper": plan.scp_upper,
+                             "planning_points": len(Xp), "budget_bits": budget_bits})
         if out is not None:
-            say(f"wrote container {out} ({len(exp.container)} bytes)")
+            say(f"wrote container {out} ({len(result['export'].container)} bytes)")
         if onnx_out is not None:
             say(f"wrote ONNX {onnx_out}")
-        say("size: " + exp.report())
+        if plan_out is not None:
+            say(f"wrote plan {plan_out} ({n} features)")
+        if "export" in result:
+            say("size: " + result["export"].report())
     return result
 
 
@@ -220,16 +402,36 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``plan`` and ``simulate`` sub-commands to ``sub`` (argparse subparsers)."""
-    pl = sub.add_parser("plan", help="fit naive Bayes and plan a repetition-code allocation")
+    pl = sub.add_parser(
+        "plan", help="fit naive Bayes and plan a repetition-code allocation",
+        description="Fit binary naive Bayes, then spend a redundancy budget greedily (seed 000, "
+        "Algorithm 2) where it raises the mean same-classification probability (SCP) the most; "
+        "print none / uniform / greedy with certified 1-SCP figures.")
     pl.add_argument("data", help="bundled dataset name (house_votes, nltcs) or a CSV path "
-                    "(binary 0/1 columns and a 'class' column, optional 'split')")
+                    "(.csv or .csv.gz: binary 0/1 columns, a 'class' column, optional 'split')")
     pl.add_argument("--eps", required=True, help="channel flip probability: one number or "
                     "a comma list, one per feature")
     g = pl.add_mutually_exclusive_group(required=True)
     g.add_argument("--budget", type=int, help="redundancy bits to spend (even)")
     g.add_argument("--R", type=int, help="budget as 2 n R bits (R units per feature on average)")
-    pl.add_argument("--method", default="auto", choices=["auto", "exact", "approx", "bounds"])
+    pl.add_argument("--method", default="auto", choices=["auto", "exact", "grid", "approx",
+                                                         "bounds"],
+                    help="how candidate gains are computed. exact: exact feature influences "
+                    "(meet in the middle, n <= 30). grid: influences from a discretised "
+                    "flip-sum law per point, any n (thousands of features). approx: the seed's "
+                    "Algorithm 1, every candidate evaluated (slow beyond a few dozen features). "
+                    "bounds: the certified lower bound, every candidate evaluated (slow). "
+                    "auto (default): exact up to 20 features, grid above; the choice is "
+                    "printed. Every plan is certified afterwards (exact up to 24 features, "
+                    "scp_bounds above).")
+    pl.add_argument("--resolution", type=int, default=None,
+                    help="grid cells per point for --method grid (power of two, default 2048)")
     pl.add_argument("--alpha", type=float, default=1.0, help="Laplace smoothing")
+    pl.add_argument("--target", default="class", help="label column of a CSV (default 'class')")
+    pl.add_argument("--positive", help="for a CSV whose label has more than two values: the "
+                    "value planned as class 1 against all the others")
+    pl.add_argument("--ignore", default="", help="comma list of CSV columns to leave out "
+                    "(file names, identifiers)")
     pl.add_argument("--fit-split", default="train", help="rows to fit on when the data has "
                     "a split (train/valid/test/all)")
     pl.add_argument("--plan-split", default="test", help="rows to plan on when the data has "
@@ -237,6 +439,8 @@ def register(sub):
     pl.add_argument("--max-points", type=int, help="plan on at most this many points")
     pl.add_argument("--out", help="write the device container here")
     pl.add_argument("--onnx", help="write the ONNX graph here")
+    pl.add_argument("--plan-out", help="write the full plan here: .csv (one row per feature) or "
+                    ".json (with the certified interval)")
     pl.set_defaults(func=_cmd_plan)
 
     s = sub.add_parser("simulate", help="Monte Carlo campaign of a protected NB artifact")
@@ -254,12 +458,16 @@ def register(sub):
 
 def _cmd_plan(args):
     from edgecode import datasets
-    data = datasets.load(args.data)
+    ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
+    data = datasets.load(args.data, target=args.target, positive=args.positive, ignore=ignore)
     n = data.X.shape[1]
     budget = args.budget if args.budget is not None else 2 * n * args.R
+    if args.max_points is not None and args.max_points < 1:
+        raise ValueError(f"--max-points must be >= 1; got {args.max_points}")
     run_plan(data, _parse_eps(args.eps, n), budget, method=args.method, alpha=args.alpha,
              out=args.out, onnx_out=args.onnx, fit_split=args.fit_split,
-             plan_split=args.plan_split, max_points=args.max_points)
+             plan_split=args.plan_split, max_points=args.max_points, plan_out=args.plan_out,
+             resolution=args.resolution)
 
 
 def _cmd_simulate(args):
