@@ -45,6 +45,19 @@ PLAN_GRID_TAIL = 2.0 ** -70
 #: the weight times a window mass, so the truncation error is below it).
 PLAN_SERIES_TOL = 2.0 ** -40
 
+#: ... or below this fraction of the influence summed so far: the grid's own
+#: discretisation error is ~1e-3, so 1e-6 of the value is ample for ranking
+#: candidates; the lazy greedy's bounds carry 4 times this as slack.
+PLAN_SERIES_RTOL = 2.0 ** -20
+
+#: Grid engine: the CDFs are updated in place (deconvolution, convolution)
+#: and rebuilt from the exactly maintained spectra (inverse FFT) before the
+#: product of the in-place updates' worst-case error amplifications,
+#: ``e'/e + (1 - e'/e) / (1 - 2 e)`` each, would pass this: rounding errors
+#: stay below ~1e-12 of the CDF.  (Updated in place forever, the CDFs of
+#: n = 1024 features diverged after ~280 steps.)
+PLAN_RESYNC_AMPLIFICATION = 1e4
+
 #: Lazy greedy: a step first re-evaluates the stale candidates with the best
 #: upper bounds, this many, then in one more pass every stale candidate whose
 #: bound still beats the best fresh gain (a pass over the points costs about
@@ -144,9 +157,10 @@ SCP_PARALLEL_MAX_BYTES = 2 ** 30
 #: bound is charged this much (both bounds loosen by at most this amount).
 SCP_BOUNDS_GAMMA = 2.0 ** -40
 
-#: ``edgecode.scp``: calls estimated below this many elementary steps (about
-#: 1 ns each: ``t * 2**ceil(n/2) * (n + 4)`` for ``scp_exact``,
-#: ``t * n * min(resolution, 2**n)`` for ``scp_bounds``) run on the calling
-#: thread, without starting the parallel region (whose launch costs ~10 us
-#: idle, and milliseconds when the cores are busy with other processes).
+#: ``edgecode.scp``: each chunk of points gets at least about this many
+#: estimated elementary steps (about 1 ns each: ``t * 2**ceil(n/2) * (n + 4)``
+#: in all for ``scp_exact``, ``t * n * min(resolution, 2**n)`` for
+#: ``scp_bounds``); a call with less than twice this runs on the calling
+#: thread, without starting a parallel region (whose launch costs ~10 us on
+#: idle cores, milliseconds when they are busy with other processes).
 SCP_PARALLEL_MIN_WORK = 2 ** 17

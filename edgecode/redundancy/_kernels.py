@@ -232,11 +232,35 @@ def _cell(d, h):
 
 
 @njit(**NJIT)
-def _bernstein_width(var, mx, log_term):
-    """t with P(|Z - EZ| >= t) <= 2 exp(-log_term) for a sum of independent
-    terms bounded by ``mx`` with total variance ``var`` (Bernstein)."""
+def _tail_width(var, mx, log_term):
+    """t with P(Z - EZ >= t) <= exp(-log_term) (and the same below) for a sum of
+    independent terms within ``mx`` of their means, of total variance ``var``.
+
+    Bennett's inequality, ``P >= t) <= exp(-(var / mx^2) h(mx t / var))`` with
+    ``h(u) = (1 + u) log(1 + u) - u``, solved for t by Newton's method from
+    Bernstein's (looser) width, which it never exceeds.  At small eps, where
+    the sum is a few large jumps, Bennett's width is several times narrower,
+    so the grid's cells are finer where the mass is.
+    """
+    if var <= 0.0 or mx <= 0.0:
+        return 0.0
     a3 = log_term * mx / 3.0
-    return a3 + math.sqrt(a3 * a3 + 2.0 * log_term * var)
+    bern = a3 + math.sqrt(a3 * a3 + 2.0 * log_term * var)
+    c = log_term * mx * mx / var            # solve h(u) = c, then t = u var / mx
+    u = bern * mx / var
+    for _ in range(60):
+        f = (1.0 + u) * math.log1p(u) - u - c
+        step = f / math.log1p(u)            # h'(u) = log(1 + u)
+        u_new = u - step
+        if u_new <= 0.0:
+            u_new = 0.5 * u
+        if abs(u_new - u) <= 1e-12 * u:
+            u = u_new
+            break
+        u = u_new
+    # Newton on the convex h approaches from above; guard the last rounding
+    width = u * var / mx * (1.0 + 1e-9)
+    return min(width, bern)
 
 
 @njit(**NJIT)
@@ -258,7 +282,7 @@ def _cdf_at(F, x):
 def _window(deltas, eps, p, sgn, h, log_term):
     """Integer window ``(lo, hi)`` of point p's rounded flip sum at grid step h.
 
-    Exact extremes of the sum, narrowed to where Bernstein's inequality leaves
+    Exact extremes of the sum, narrowed to where Bennett's inequality leaves
     more than ``2 exp(-log_term)`` of mass for any eps' <= eps: the mean moves
     only between ``sum_{q<0} e q`` and ``sum_{q>0} e q`` as eps decreases and
     the variance only shrinks.
@@ -285,7 +309,7 @@ def _window(deltas, eps, p, sgn, h, log_term):
             qvar += e * (1.0 - e) * qf * qf
             if abs(qf) > qmx:
                 qmx = abs(qf)
-    wq = _bernstein_width(qvar, qmx, log_term)
+    wq = _tail_width(qvar, qmx, log_term)
     lo_c = min(max(qs_neg, np.int64(math.floor(qmu_neg - wq))) - 1, -1)
     hi_c = max(min(qs_pos, np.int64(math.ceil(qmu_pos + wq))) + 1, 1)
     return lo_c, hi_c
@@ -333,7 +357,7 @@ def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out,
         state_out[p] = 0
         if na == 0:
             continue
-        wdt = _bernstein_width(var, mx, log_term)
+        wdt = _tail_width(var, mx, log_term)
         lo_r = max(sum_neg, mu_neg - wdt)
         hi_r = min(sum_pos, mu_pos + wdt)
         if tau < lo_r:
@@ -464,17 +488,85 @@ def _grid_respectrum(margin, deltas, j, e_old, e_new, rows, h, roots, phi):
                 m -= big_n
 
 
+@njit(**NJIT)
+def _max_step(F):
+    """Largest cell mass of a CDF (its largest increment)."""
+    best = F[0]
+    for z in range(1, F.shape[0]):
+        v = F[z] - F[z - 1]
+        if v > best:
+            best = v
+    return best
+
+
 @njit(**NJIT_PARALLEL)
-def _grid_cdf(pmf, rows, xtau, change):
+def _grid_shift(margin, deltas, j, e_old, e_new, rows, h, xtau, cdf, change, pmax):
+    """Between resynchronisations: move every CDF from e_old to e_new in place.
+
+    Convolution with ``(1 - e) delta_0 + e delta_q`` acts on a CDF as on a
+    law, ``F <- (1 - e) F + e F(. - q)`` (beyond the grid: 0 below, the total
+    above).  Its inverse runs ``F_Q(z) = (F(z) - e F_Q(z - q)) / (1 - e)`` away
+    from the end where F_Q is known (ascending for q > 0, descending for
+    q < 0), multiplying earlier errors by ``e / (1 - e) < 1`` per term.  One
+    update amplifies errors by at most ``e'/e + (1 - e'/e) / (1 - 2 e)``; the
+    engine resynchronises from the spectra before the product grows large.
+    """
+    nr = rows.shape[0]
+    for r in prange(nr):
+        p = rows[r]
+        sgn = 1.0 if margin[p] > 0.0 else -1.0
+        d = sgn * deltas[p, j]
+        F = cdf[r]
+        w = F.shape[0]
+        if d != 0.0:
+            q = _cell(d, h[p])
+            if q != 0 and abs(q) < w:
+                total = F[w - 1]
+                if q > 0:
+                    if e_old > 0.0:
+                        inv = 1.0 / (1.0 - e_old)
+                        for z in range(q):
+                            F[z] = F[z] * inv
+                        for z in range(q, w):
+                            F[z] = (F[z] - e_old * F[z - q]) * inv
+                    keep = 1.0 - e_new
+                    for z in range(w - 1, q - 1, -1):
+                        F[z] = keep * F[z] + e_new * F[z - q]
+                    for z in range(q - 1, -1, -1):
+                        F[z] = keep * F[z]
+                else:
+                    aq = -q
+                    if e_old > 0.0:
+                        inv = 1.0 / (1.0 - e_old)
+                        for z in range(w - 1, w - aq - 1, -1):
+                            F[z] = (F[z] - e_old * total) * inv
+                        for z in range(w - aq - 1, -1, -1):
+                            F[z] = (F[z] - e_old * F[z + aq]) * inv
+                    keep = 1.0 - e_new
+                    for z in range(0, w - aq):
+                        F[z] = keep * F[z] + e_new * F[z + aq]
+                    for z in range(w - aq, w):
+                        F[z] = keep * F[z] + e_new * total
+                pmax[r] = _max_step(F)
+        change[p] = _cdf_at(F, xtau[p])
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_cdf(pmf, rows, xtau, change, pmax):
     """Turn each row's law (from the inverse FFT) into its CDF, in place, and
-    read the change probability at the threshold."""
+    read the change probability at the threshold and the largest cell mass."""
     nr = rows.shape[0]
     for r in prange(nr):
         acc = 0.0
+        best = 0.0
         row = pmf[r]
         for z in range(row.shape[0]):
-            acc += row[z]
+            v = row[z]
+            if v > best:
+                best = v
+            acc += v
             row[z] = acc
+        pmax[r] = best
         change[rows[r]] = _cdf_at(row, xtau[rows[r]])
 
 
@@ -490,19 +582,21 @@ def _cdf_cell(F, c, f):
 
 
 @njit(**NJIT)
-def _grid_point_influence(F, x, dl, q, e, tol):
+def _grid_point_influence(F, x, dl, q, e, pmax, tol, rtol):
     """Influence of one feature at one point from the CDF F of the full flip sum.
 
     With Q the sum without the feature (grid value q, real value dl cells) and
     rho = e / (1 - e), inverting ``F = (1 - e) F_Q + e F_Q(. - q)`` gives
     ``F_Q(y) = sum_k (-rho)^k F(y - k q) / (1 - e)``, so
     ``I = F_Q(x - dl) - F_Q(x) = sum_k (-rho)^k [F(x - dl - k q) - F(x - k q)] / (1 - e)``.
-    Each bracket is the mass of a window of width |dl|, and the windows march
-    away from x by q cells per term, so every later bracket is at most the
-    mass below the current window's top (q > 0) or above its bottom (q < 0):
-    the series stops when that mass times the remaining weights
-    ``|coef| / (1 - rho)`` is below ``tol``.  The read positions move by
-    whole cells, so their cells and fractions are computed once.
+    Each bracket is the mass of a window of width |dl|, at most |dl| times the
+    largest cell mass ``pmax`` (the interpolated CDF's steepest slope), and
+    the windows march away from x by q cells per term, so every later bracket
+    is also at most the mass below the current window's top (q > 0) or above
+    its bottom (q < 0).  The series stops when the remaining weights
+    ``|coef| / (1 - rho)`` times that bound is below ``tol`` or below ``rtol``
+    times the sum so far.  The read positions move by whole cells, so their
+    cells and fractions are computed once.
     """
     w = F.shape[0]
     ya = x + 0.5
@@ -519,14 +613,15 @@ def _grid_point_influence(F, x, dl, q, e, tol):
     coef = 1.0 / (1.0 - e)
     tail = 1.0 / (1.0 - rho)
     total = F[w - 1]
+    window = abs(dl) * pmax
     acc = 0.0
     while True:
         acc += coef * (gb - ga)
         coef = -coef * rho
-        # every later window lies below this one's top (q > 0) or above its
-        # bottom (q < 0): its mass is at most what lies beyond that end
         beyond = max(ga, gb) if q > 0 else total - min(ga, gb)
-        if abs(coef) * tail * (beyond if beyond > 0.0 else 0.0) < tol or abs(coef) < tol:
+        bound = min(beyond, window)
+        rest = abs(coef) * tail * (bound if bound > 0.0 else 0.0)
+        if rest < tol or rest < rtol * abs(acc) or abs(coef) < tol:
             break
         ca -= q
         cb -= q
@@ -536,9 +631,9 @@ def _grid_point_influence(F, x, dl, q, e, tol):
 
 
 @njit(**NJIT_PARALLEL)
-def _grid_influences(margin, deltas, eps, feats, rows, h, xtau, cdf, tol, out):
+def _grid_influences(margin, deltas, eps, feats, rows, h, xtau, cdf, pmax, tol, rtol, out):
     """``out[r, k]`` = grid influence of feature ``feats[k]`` at point ``rows[r]``
-    (``cdf[r]`` is that point's CDF)."""
+    (``cdf[r]`` is that point's CDF, ``pmax[r]`` its largest cell mass)."""
     nf = feats.shape[0]
     for r in prange(rows.shape[0]):
         p = rows[r]
@@ -546,13 +641,15 @@ def _grid_influences(margin, deltas, eps, feats, rows, h, xtau, cdf, tol, out):
         F = cdf[r]
         hp = h[p]
         x = xtau[p]
+        pm = pmax[r]
         for k in range(nf):
             j = feats[k]
             d = sgn * deltas[p, j]
             if d == 0.0:
                 out[r, k] = 0.0
             else:
-                out[r, k] = _grid_point_influence(F, x, d / hp, _cell(d, hp), eps[j], tol)
+                out[r, k] = _grid_point_influence(F, x, d / hp, _cell(d, hp), eps[j], pm, tol,
+                                                  rtol)
 
 
 @njit(**NJIT_PARALLEL)

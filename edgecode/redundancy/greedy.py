@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._config import (PLAN_CERTIFY_EXACT_MAX, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESOLUTION,
-                       PLAN_REFRESH_BATCH, PLAN_WARN_SECONDS)
+                       PLAN_REFRESH_BATCH, PLAN_SERIES_RTOL, PLAN_WARN_SECONDS)
 from .._validation import check_eps, check_int, check_margin_deltas
 from .. import scp as _scp
 from .influence import make_engine, resolve_influence_method
@@ -37,6 +37,9 @@ __all__ = ["allocate_greedy", "Allocation", "mean_scp", "certify_plan", "estimat
 
 #: Lazy candidate evaluation (tests switch it off to compare with the eager greedy).
 _LAZY = True
+
+#: relative slack of the lazy bounds for the truncation of each influence
+_SLACK = 4.0 * PLAN_SERIES_RTOL
 
 #: ``method`` values of :func:`allocate_greedy`.
 PLAN_METHODS = ("auto", "exact", "grid", "approx", "bounds")
@@ -373,7 +376,9 @@ def _greedy_by_influence(engine, eps, units, progress):
     for step in range(units):
         first_pass = True
         while True:
-            bound = drop * (grow * pos - shrink * neg) * (1.0 + 1e-9) + drop * 1e-14
+            # the influences are computed to PLAN_SERIES_RTOL relative (and
+            # PLAN_SERIES_TOL absolute) per point: the bounds carry that slack
+            bound = drop * ((grow * pos - shrink * neg) + _SLACK * (pos + neg) + 1e-14)
             key = np.where(fresh, drop * mean, bound)
             i = int(np.argmax(key))
             if fresh[i]:

@@ -29,10 +29,11 @@ from typing import NamedTuple
 import numpy as np
 
 from .._config import (PLAN_EXACT_LIMIT, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESOLUTION,
-                       PLAN_GRID_TAIL, PLAN_SERIES_TOL)
+                       PLAN_GRID_TAIL, PLAN_RESYNC_AMPLIFICATION, PLAN_SERIES_RTOL,
+                       PLAN_SERIES_TOL)
 from .._validation import check_eps, check_int, check_margin_deltas
 from ._kernels import (_column_sums, _exact_influences, _grid_cdf, _grid_influences,
-                       _grid_respectrum, _grid_setup, _grid_spectrum)
+                       _grid_respectrum, _grid_setup, _grid_shift, _grid_spectrum)
 
 __all__ = ["influences", "Influences", "INFLUENCE_METHODS"]
 
@@ -109,9 +110,12 @@ class GridEngine:
     """Influences from a per-point discretised flip-sum law, updated step by step.
 
     State per planned point: the characteristic function of its rounded flip
-    sum (``resolution // 2 + 1`` complex values) and its CDF on
-    ``resolution`` cells, rebuilt after each step by a batched inverse real
-    FFT.  Points whose class can (almost) never change, or always changes,
+    sum (``resolution // 2 + 1`` complex values, updated exactly at every
+    step) and its CDF on ``resolution`` cells, updated in place by
+    deconvolution and convolution (O(cells), parallel over points) and
+    rebuilt from the spectra by a batched inverse real FFT whenever the
+    worst-case amplification of the in-place updates' rounding errors since
+    the last rebuild would exceed ``PLAN_RESYNC_AMPLIFICATION``.  Points whose class can (almost) never change, or always changes,
     are left out: their influences are below ``PLAN_GRID_TAIL``.
     """
 
@@ -154,10 +158,13 @@ class GridEngine:
         """CDFs from the spectra: inverse real FFT (pocketfft), running sums."""
         if not hasattr(self, "cdf"):
             self.cdf = np.empty((self.n_active, self.n_cells))
+            self.pmax = np.empty(self.n_active)
+        self._amplification = 1.0
+        self.resyncs = getattr(self, "resyncs", -1) + 1
         if not self.n_active:
             return
         _irfft_rows(self.phi, self.n_cells, self.cdf)
-        _grid_cdf(self.cdf, self.rows, self.xtau, self.change)
+        _grid_cdf(self.cdf, self.rows, self.xtau, self.change, self.pmax)
 
     def columns(self, feats):
         """Influences of ``feats`` at every point, shape (t, len(feats))."""
@@ -171,7 +178,8 @@ class GridEngine:
         out = np.empty((self.n_active, feats.shape[0]))
         if self.n_active:
             _grid_influences(self.margin, self.deltas, self.eps, feats, self.rows, self.h,
-                             self.xtau, self.cdf, PLAN_SERIES_TOL, out)
+                             self.xtau, self.cdf, self.pmax, PLAN_SERIES_TOL, PLAN_SERIES_RTOL,
+                             out)
         return out
 
     def evaluate(self, feats):
@@ -179,11 +187,21 @@ class GridEngine:
         return _summaries(self._planned_columns(feats))
 
     def step(self, j, e_new):
+        e_old = float(self.eps[j])
         if self.n_active:
-            _grid_respectrum(self.margin, self.deltas, int(j), float(self.eps[j]), float(e_new),
+            _grid_respectrum(self.margin, self.deltas, int(j), e_old, float(e_new),
                              self.rows, self.h, self.roots, self.phi)
+            # worst-case error amplification of an in-place update of the CDFs
+            kappa = 1.0 if e_old == 0.0 else \
+                e_new / e_old + (1.0 - e_new / e_old) / (1.0 - 2.0 * e_old)
+            if self._amplification * kappa <= PLAN_RESYNC_AMPLIFICATION:
+                self._amplification *= kappa
+                _grid_shift(self.margin, self.deltas, int(j), e_old, float(e_new), self.rows,
+                            self.h, self.xtau, self.cdf, self.change, self.pmax)
+            else:
+                self.eps[j] = e_new
+                self._rebuild()
         self.eps[j] = e_new
-        self._rebuild()
 
 
 def resolve_influence_method(method, n):
