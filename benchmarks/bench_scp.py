@@ -13,34 +13,57 @@ Tasks
 -----
 * ``exact_vs_numpy``: ``scp_exact`` vs a plain numpy 2**n enumeration (subset
   sums by doubling, then one mask-and-sum), random data, per point.
+* ``exact_vs_numpy_mitm``: ``scp_exact`` on all 435 house-votes points
+  (n = 16, eps = 0.2) vs a plain per-point numpy meet in the middle (subset
+  sums and probabilities of each half by numpy doubling, one half sorted,
+  ``np.searchsorted`` + cumulative sums), whole call; with numba's default
+  thread count, and ``_threads1`` with ``numba.set_num_threads(1)``.  Peer
+  and edgecode are timed alternately (a peer call, then the median of a few
+  edgecode calls, per round); the ratio is the median of the per-round
+  ratios, so that both sides of a ratio saw the same machine state.
+  ``exact_vs_numpy_mitm_random``: the same on 435 random Gaussian points
+  (n = 16, no two points share a half, so ``scp_exact`` has no work to
+  share: the kernel's speed alone).
 * ``exact_alloc``: the greedy allocator's workload, 16 steps x 16 candidate
   features of ``scp_exact`` on all 435 house-votes points (peer: '-').
 * ``approx_pt`` / ``bounds_pt``: ``scp_approx`` (k=50, shift) and
   ``scp_bounds`` (default resolution) per point, peer ``scp_exact`` where
   n allows it, else '-'.
+* ``bounds_synth_pt_threads{1,2}``: ``scp_bounds`` (default resolution,
+  rounding "auto") per point on synthetic naive-Bayes data (``synth``) at
+  eps = 0.2, n = 256, 1024, 4096, with one and two numba threads (peer: '-').
+  The mean gaps (upper - lower) of the same points follow the table, for
+  directed rounding (the method before nearest rounding existed), nearest
+  and auto.
 
-Data: random Gaussian deltas (seeded) and the house-votes set bundled with
-edgecode (``edgecode.datasets.load_house_votes``, Laplace naive Bayes margins);
+Data: random Gaussian deltas (seeded), the synthetic naive Bayes generator
+``synth`` (seeded) and the house-votes set bundled with edgecode
+(``edgecode.datasets.load_house_votes``, Laplace naive Bayes margins);
 nothing is read from ../shared.
 """
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+import numba
 import numpy as np
 
 from _common import median_time
 
 from edgecode.datasets import load_house_votes
+from edgecode.naive_bayes import BinaryNaiveBayes
 from edgecode.scp import scp_approx, scp_bounds, scp_exact, scp_monte_carlo
 
 PROFILES = {
-    "fast": dict(repeats=3, n24_points=1, pts_small=20, pts_1000=2),
-    "full": dict(repeats=7, n24_points=3, pts_small=100, pts_1000=6),
+    "fast": dict(repeats=3, n24_points=1, pts_small=20, pts_1000=2, mitm_rounds=7,
+                 mitm_ours=15, synth_pts={256: 40, 1024: 20, 4096: 6}),
+    "full": dict(repeats=7, n24_points=3, pts_small=100, pts_1000=6, mitm_rounds=21,
+                 mitm_ours=21, synth_pts={256: 200, 1024: 100, 4096: 40}),
 }
 
 
@@ -58,22 +81,111 @@ def numpy_enumeration(margin, deltas, eps):
     return out
 
 
+def _numpy_half(d, e):
+    """Subset sums and probabilities of one half by numpy doubling (unsorted)."""
+    m = 1 << len(d)
+    sums = np.zeros(m)
+    probs = np.ones(m)
+    k = 1
+    for dj, ej in zip(d.tolist(), e.tolist()):
+        np.add(sums[:k], dj, out=sums[k:2 * k])
+        np.multiply(probs[:k], ej, out=probs[k:2 * k])
+        probs[:k] *= 1.0 - ej
+        k *= 2
+    return sums, probs
+
+
+def numpy_mitm(margin, deltas, eps):
+    """Plain per-point numpy meet in the middle; returns the change probability.
+
+    Same conventions as ``scp_exact``: features with eps_j == 0 or D_j == 0 are
+    dropped, the first half is the first n' // 2 of the rest; class 1 iff
+    S > 0, and a flip set changes the class iff ``((S + A) + B > 0) != (S > 0)``.
+    The sign of a float sum is the sign of the exact sum, so for S > 0 the
+    changing B are those with ``B <= -(S + A)`` (``searchsorted`` right), for
+    S <= 0 those with ``B > -(S + A)``.
+    """
+    t, n = deltas.shape
+    eps = np.broadcast_to(np.asarray(eps, float), (n,))
+    out = np.empty(t)
+    for p in range(t):
+        s = margin[p]
+        act = (eps > 0) & (deltas[p] != 0)
+        d, e = deltas[p, act], eps[act]
+        h = len(d) // 2
+        sa, pa = _numpy_half(d[:h], e[:h])
+        sb, pb = _numpy_half(d[h:], e[h:])
+        order = np.argsort(sb)
+        sb = sb[order]
+        cum = np.empty(len(sb) + 1)
+        cum[0] = 0.0
+        np.cumsum(pb[order], out=cum[1:])
+        k = np.searchsorted(sb, -(s + sa), side="right")
+        out[p] = pa @ cum[k] if s > 0 else pa @ (cum[-1] - cum[k])
+    return out
+
+
+def synth(n, t, seed=0):
+    """Synthetic naive Bayes margins and flip effects (n features, t points)."""
+    rng = np.random.default_rng(seed)
+    p0 = rng.beta(1, 3, n)
+    p1 = np.clip(p0 + rng.normal(0, 0.08, n), 0.01, 0.99)
+    y = rng.integers(0, 2, 2000 + t)
+    X = (rng.random((len(y), n)) < np.where(y[:, None] == 1, p1, p0)).astype(np.uint8)
+    nb = BinaryNaiveBayes().fit(X[:2000], y[:2000])
+    return nb.decision_function(X[2000:]), nb.flip_deltas(X[2000:])
+
+
+def with_threads(k, fn):
+    """fn() run with numba's thread count set to k (restored after)."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(k)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(old)
+
+
 _COMPILE_PROBE = """
 import time
 import numpy as np
 
-from _common import median_time
 from edgecode.scp import scp_approx, scp_bounds, scp_exact
 m, d = np.array([0.5, -0.25]), np.array([[1.0, -2.0, 0.5], [0.5, 0.5, -1.0]])
 for f in (scp_exact, scp_approx, scp_bounds):
     t0 = time.perf_counter()
     f(m, d, 0.1)
     print(f"# {f.__name__}: {time.perf_counter() - t0:.3f}")
+# large calls run the parallel drivers (compiled on their first large call)
+rng = np.random.default_rng(0)
+m, d = rng.normal(size=64), rng.normal(size=(64, 16))
+for f in (scp_exact, scp_bounds):
+    t0 = time.perf_counter()
+    f(m, d, 0.1)
+    print(f"# {f.__name__} (parallel driver, first large call): "
+          f"{time.perf_counter() - t0:.3f}")
 """
 
 
 def timed(fn, repeats):
     return median_time(fn, repeats=repeats, warmup=0)
+
+
+def paired(peer_fn, ours_fn, rounds, inner):
+    """Peer and edgecode timed alternately, so both see the same machine state.
+
+    Each round times one peer call and the median of ``inner`` edgecode
+    calls; returns the median peer time, the median edgecode time and the
+    median of the per-round ratios (peer / edgecode).
+    """
+    peers, ours, ratios = [], [], []
+    for _ in range(rounds):
+        p = timed(peer_fn, 1)
+        o = timed(ours_fn, inner)
+        peers.append(p)
+        ours.append(o)
+        ratios.append(p / o)
+    return statistics.median(peers), statistics.median(ours), statistics.median(ratios)
 
 
 def house_margins():
@@ -125,8 +237,10 @@ def main():
 
     rows = []
 
-    def row(task, n, peer, ours):
-        ratio = f"{peer / ours:.3g}" if isinstance(peer, float) else "-"
+    def row(task, n, peer, ours, ratio=None):
+        if ratio is None and isinstance(peer, float):
+            ratio = peer / ours
+        ratio = f"{ratio:.3g}" if ratio is not None else "-"
         ps = f"{peer:.3e}" if isinstance(peer, float) else "-"
         rows.append(f"{task};{n};{ps};{ours:.3e};{ratio}")
 
@@ -139,8 +253,24 @@ def main():
         ours = timed(lambda: scp_exact(m, d, eps), R) / t
         row("exact_vs_numpy", n, peer, ours)
 
-    # ---- the allocator's workload
+    # ---- exact vs a per-point numpy meet in the middle, house votes, eps 0.2
     S, D = house_margins()
+    threads = numba.get_num_threads()
+    ref = numpy_mitm(S, D, 0.2)
+    assert np.allclose(scp_exact(S, D, 0.2, return_change=True), ref, rtol=1e-12, atol=0)
+    mr, dr = random_case(16, 435, 435)                   # no repeated halves
+    assert np.allclose(scp_exact(mr, dr, 0.2, return_change=True), numpy_mitm(mr, dr, 0.2),
+                       rtol=1e-12, atol=0)
+    for (m_, d_), name in [((S, D), "exact_vs_numpy_mitm"),
+                           ((mr, dr), "exact_vs_numpy_mitm_random")]:
+        for k, task in [(threads, name), (1, name + "_threads1")]:
+            scp_exact(m_, d_, 0.2)                       # warm the thread pool
+            peer, ours, ratio = with_threads(k, lambda: paired(
+                lambda: numpy_mitm(m_, d_, 0.2), lambda: scp_exact(m_, d_, 0.2),
+                prof["mitm_rounds"], prof["mitm_ours"]))
+            row(task, 16, peer, ours, ratio)
+
+    # ---- the allocator's workload
     ours = timed(lambda: [scp_exact(S, D, 0.2) for _ in range(256)], R)
     row("exact_alloc_16x16_435pts", 16, "-", ours)
 
@@ -164,6 +294,18 @@ def main():
                 gaps.append((f"random n={n} eps={eps} resolution={res}",
                              float((up - lo).max())))
 
+    # ---- bounds per point on synthetic naive Bayes data, 1 and 2 threads
+    synth_gaps = []
+    for n, t in prof["synth_pts"].items():
+        m, d = synth(n, t)
+        for k in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            ours = with_threads(k, lambda: timed(lambda: scp_bounds(m, d, 0.2), R)) / t
+            row(f"bounds_synth_pt_threads{k}", n, "-", ours)
+        by_r = {r: scp_bounds(m, d, 0.2, rounding=r) for r in ("directed", "nearest", "auto")}
+        synth_gaps.append((n, t, {r: float((up - lo).mean()) for r, (lo, up) in by_r.items()}))
+
+    print(f"# numba threads: {threads} (threading layer {numba.threading_layer()}); "
+          "rows without _threads1 use them all")
     print("task;n;peer_s;edgecode_s;ratio")
     for r in rows:
         print(r)
@@ -177,6 +319,10 @@ def main():
         gaps.insert(0, (f"house_votes eps={e} (contains exact: {ok})", float((up - lo).max())))
     for name, gap in gaps:
         print(f"# {name}: {gap:.3e}")
+    print("# scp_bounds mean gap on synth(n, t), eps=0.2, default resolution: "
+          "directed / nearest / auto rounding")
+    for n, t, g in synth_gaps:
+        print(f"# synth n={n} t={t}: {g['directed']:.4f} / {g['nearest']:.4f} / {g['auto']:.4f}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 """edgecode.scp against slow references (tests/naive.py)."""
 
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
+from scipy.stats import binom
 
 from edgecode._config import SCP_EXACT_MAX_FEATURES
 from edgecode.datasets import load_house_votes
@@ -66,6 +70,31 @@ def random_case(seed, n, t=4):
 
 
 CASES = [(seed, n) for n in range(0, 17) for seed in range(4 if n < 13 else 2)]
+
+
+@contextmanager
+def numba_threads(k):
+    """Run the block with numba's thread count set to k (restored after)."""
+    old = numba.get_num_threads()
+    numba.set_num_threads(k)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+needs_two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                       reason="numba has a single thread here")
+
+
+def nb_like_case(n, t, seed, eps_scale=1.0):
+    """Naive-Bayes-like margins and flip effects at large n: D_j = +-c_j with
+    c_j of a few tenths, margins spread around the class boundary."""
+    rng = np.random.default_rng(seed)
+    c = np.abs(rng.normal(0.0, 0.3, n)) + 0.01
+    d = c * np.where(rng.random((t, n)) < 0.5, 1.0, -1.0)
+    m = rng.normal(0.0, 2.0, t) - 0.2 * d.sum(1) * eps_scale
+    return m, d
 
 
 # ---------------------------------------------------------------- scp_exact
@@ -131,6 +160,69 @@ def test_exact_refuses_too_many_features():
         scp_exact([1.0], np.ones((1, n)), 0.1)
 
 
+@needs_two_threads
+def test_exact_same_for_any_thread_count(house):
+    """Points run in parallel chunks; each result depends on its point alone."""
+    S, D = house
+    rng = np.random.default_rng(11)
+    m, d = rng.normal(size=131) * 3, rng.normal(size=(131, 17))    # uneven chunks
+    eps = rng.uniform(0, 0.45, 17)
+    out = {}
+    for k in (1, 2):
+        with numba_threads(k):
+            out[k] = (scp_exact(S, D, 0.2, return_change=True),
+                      scp_exact(m, d, eps, return_change=True), scp_exact(S[:3], D[:3], 0.1))
+    for a, b in zip(out[1], out[2]):
+        assert_array_equal(a, b)
+    assert_allclose(out[1][1][:4], scp_bruteforce(m[:4], d[:4], eps, return_change=True),
+                    rtol=1e-12)
+    # one point per call runs on the calling thread: same bits as in the batch
+    for p in range(0, 435, 37):
+        assert scp_exact(S[p:p + 1], D[p:p + 1], 0.2, return_change=True)[0] == out[1][0][p]
+
+
+def test_exact_repeated_halves_and_points_share_work_exactly():
+    """Points with an identical half (after the sign of S is folded in) reuse
+    its sorted subset sums, identical points reuse the result: every value must
+    equal, bit for bit, the point computed alone, and brute force."""
+    rng = np.random.default_rng(12)
+    n = 12
+    base = rng.normal(size=(6, n))
+    rows, margins = [], []
+    for _ in range(60):
+        a, b = rng.integers(0, 6, 2)
+        d = np.r_[base[a, :n // 2], base[b, n // 2:]]
+        s = float(rng.choice([-1.5, -0.5, 0.0, 0.5, 1.5]))
+        if rng.random() < 0.5:                 # -D with -S: same half after folding
+            d, s = -d, -s
+        rows.append(d)
+        margins.append(s)
+    m, D = np.array(margins), np.array(rows)
+    D[rng.random(D.shape) < 0.05] = 0.0        # inactive features shift the halves
+    for eps in (0.2, np.r_[rng.uniform(0, 0.5, n - 2), 0.0, 0.3]):
+        batch = scp_exact(m, D, eps, return_change=True)
+        alone = np.array([scp_exact(m[i:i + 1], D[i:i + 1], eps, return_change=True)[0]
+                          for i in range(len(m))])
+        assert_array_equal(batch, alone)
+        assert_allclose(batch, scp_bruteforce(m, D, eps, return_change=True), rtol=1e-12,
+                        atol=1e-300)
+        perm = rng.permutation(len(m))
+        assert_array_equal(scp_exact(m[perm], D[perm], eps, return_change=True), batch[perm])
+
+
+def test_exact_at_the_feature_limit():
+    """n = 48 (2**24 subset sums per half) against a larger-n cross-check: the
+    bounds, which never enumerate."""
+    rng = np.random.default_rng(48)
+    d = rng.normal(size=(1, 48)) * rng.uniform(0.2, 1.0, 48)
+    m = np.array([0.7])
+    ex = scp_exact(m, d, 0.2)
+    for rounding in ("directed", "nearest", "auto"):
+        lo, up = scp_bounds(m, d, 0.2, rounding=rounding)
+        assert lo[0] <= ex[0] <= up[0]
+        assert up[0] - lo[0] < 5e-3
+
+
 # ---------------------------------------------------------------- scp_bounds
 
 @pytest.mark.parametrize("seed, n", CASES[::2])
@@ -186,9 +278,173 @@ def test_bounds_large_n_runs_and_is_consistent():
 
 
 def test_bounds_nothing_can_change():
-    lo, up = scp_bounds([1.0, 0.0], [[0.0, 5.0], [0.0, 0.0]], [0.3, 0.0])
-    assert_array_equal(lo, [1.0, 1.0])
-    assert_array_equal(up, [1.0, 1.0])
+    for rounding in ("auto", "directed", "nearest"):
+        lo, up = scp_bounds([1.0, 0.0], [[0.0, 5.0], [0.0, 0.0]], [0.3, 0.0], rounding=rounding)
+        assert_array_equal(lo, [1.0, 1.0])
+        assert_array_equal(up, [1.0, 1.0])
+
+
+ROUNDINGS = ["auto", "directed", "nearest"]
+
+
+def _bounds_case(rng, n, kind, eps_kind, t=3):
+    """Margins, deltas and eps for the bounds property tests."""
+    if kind == "int":                     # integers: S + sum == 0 happens (ties)
+        m = rng.integers(-4, 5, t).astype(float)
+        d = rng.integers(-4, 5, (t, n)).astype(float)
+    elif kind == "half":                  # half-integers: q_j = k + 1/2 on a unit grid
+        m = rng.integers(-6, 7, t) / 2.0
+        d = (2 * rng.integers(-3, 3, (t, n)) + 1) / 2.0
+    elif kind == "dyadic":                # fine binary grid, zeros and S = 0 mixed in
+        m = rng.integers(-64, 65, t) / 32.0
+        d = rng.integers(-64, 65, (t, n)) / 64.0
+        d[:, ::4] = 0.0
+        m[0] = 0.0
+    elif kind == "continuous":
+        m = rng.normal(size=t) * 2
+        d = rng.normal(size=(t, n))
+    else:                                 # wide dynamic range
+        m = rng.normal(size=t) * 5
+        d = rng.normal(size=(t, n)) * 10.0 ** rng.integers(-6, 3, (t, n))
+    if eps_kind == "tiny":
+        eps = 10.0 ** rng.uniform(-12, -3, n)
+    elif eps_kind == "near_half":
+        eps = 0.5 - 10.0 ** rng.uniform(-12, -2, n)
+    elif eps_kind == "mixed":
+        eps = rng.uniform(0, 0.5, n)
+        eps[rng.random(n) < 0.2] = 0.0
+    else:
+        eps = float(rng.uniform(0, 0.5))
+    return m, d, eps
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1), n=st.integers(0, 12),
+       kind=st.sampled_from(["int", "half", "dyadic", "continuous", "wide"]),
+       eps_kind=st.sampled_from(["tiny", "near_half", "mixed", "scalar"]),
+       rounding=st.sampled_from(ROUNDINGS), resolution=st.sampled_from([1, 2, 5, 64, 2 ** 15]))
+@settings(max_examples=300, deadline=None)
+def test_bounds_contain_bruteforce_property(seed, n, kind, eps_kind, rounding, resolution):
+    """Every rounding, every grid: lower <= SCP <= upper against 2**n enumeration,
+    with ties (integer and half-integer data), eps near 0 and near 1/2."""
+    m, d, eps = _bounds_case(np.random.default_rng(seed), n, kind, eps_kind)
+    lo, up = scp_bounds(m, d, eps, resolution, rounding=rounding)
+    ex = scp_bruteforce(m, d, eps)
+    # the bounds hold for the real-arithmetic SCP; the float reference is off by
+    # a few ulps (seen: 3.5e-16 against exact rational arithmetic when a bound
+    # is tight), so it gets 1e-14 of slack
+    assert np.all(lo <= ex + 1e-14) and np.all(ex <= up + 1e-14)
+    assert np.all((0 <= lo) & (lo <= up) & (up <= 1))
+
+
+@pytest.mark.parametrize("n", [20, 30, 38, 44])
+def test_bounds_contain_exact_up_to_44(n):
+    """Meet-in-the-middle references at n where nearest rounding matters
+    (n = 48 is in test_exact_at_the_feature_limit)."""
+    rng = np.random.default_rng(n)
+    m, d = nb_like_case(n, 3, seed=n)
+    for eps in (0.2, 1e-3, 0.4999, rng.uniform(0, 0.5, n)):
+        ex = scp_exact(m, d, eps)
+        for rounding in ROUNDINGS:
+            for res in (16, 2 ** 15):
+                lo, up = scp_bounds(m, d, eps, res, rounding=rounding)
+                assert np.all(lo <= ex) and np.all(ex <= up), (eps, res, rounding)
+
+
+def test_bounds_nearest_on_grid_aligned_ties():
+    """Half-integer deltas on a coarse grid: every residual is +-1/2 and
+    S + sum D == 0 happens; integer deltas: all residuals 0 (directed is used)."""
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        n = int(rng.integers(1, 16))
+        m = rng.integers(-6, 7, 4) / 2.0
+        d = (2 * rng.integers(-3, 3, (4, n)) + 1) / 2.0
+        eps = float(rng.choice([1e-6, 0.1, 0.3, 0.49]))
+        ex = scp_exact(m, d, eps)
+        for res in (1, 2, 4, 2 ** 15):
+            lo, up = scp_bounds(m, d, eps, res, rounding="nearest")
+            assert np.all(lo <= ex) and np.all(ex <= up)
+        mi, di = 2 * m, 2 * d                       # integers: exact ties
+        exi = scp_exact(mi, di, eps)
+        lo, up = scp_bounds(mi, di, eps, rounding="nearest")
+        assert_allclose(lo, exi, rtol=0, atol=1e-10)
+        assert_allclose(up, exi, rtol=0, atol=1e-10)
+
+
+def _two_value_case(n, seed, zs=(-1.0, -0.3, 0.0, 0.4, 1.2, 3.0)):
+    """n features with D_j in {a, -b} (irrational-looking a, b, so no grid step
+    makes them integers): the flip sum is k1 a - k2 b and the SCP is a double
+    sum of binomial probabilities, exact at any n.  S is put in the bulk of
+    the flip-sum law and far (> 1e-6) from every reachable k1 a - k2 b, so the
+    float evaluation order cannot matter."""
+    rng = np.random.default_rng(seed)
+    a, b = 0.3 + rng.uniform(0, 0.01) * np.sqrt(2), 0.7 + rng.uniform(0, 0.01) * np.sqrt(3)
+    n1 = n // 3
+    d = np.r_[np.full(n1, a), np.full(n - n1, -b)]
+    eps = 0.2
+    k1, k2 = np.arange(n1 + 1), np.arange(n - n1 + 1)
+    sums = k1[:, None] * a - k2[None, :] * b
+    prob = binom.pmf(k1, n1, eps)[:, None] * binom.pmf(k2, n - n1, eps)[None, :]
+    mean = eps * (n1 * a - (n - n1) * b)
+    sd = np.sqrt(eps * (1 - eps) * (n1 * a * a + (n - n1) * b * b))
+    margins, scps = [], []
+    for z in zs:
+        s = -(mean + z * sd)
+        while np.abs(s + sums).min() < 1e-6:
+            s += 1e-4
+        for sign in (1.0, -1.0):          # both classes (S > 0 and S < 0)
+            ss = s if sign > 0 else -s
+            dd = d if sign > 0 else -d
+            keep = (ss + (sums if sign > 0 else -sums) > 0) == (ss > 0)
+            margins.append((ss, dd))
+            scps.append(prob[keep].sum())
+    m = np.array([x[0] for x in margins])
+    D = np.stack([x[1] for x in margins])
+    return m, D, eps, np.array(scps)
+
+
+@pytest.mark.parametrize("n", [300, 1000, 4096])
+def test_bounds_contain_exact_counting_reference_large_n(n):
+    m, d, eps, ref = _two_value_case(n, seed=n, zs=(-0.3, 0.4, 3.0) if n > 1000 else
+                                     (-1.0, -0.3, 0.0, 0.4, 1.2, 3.0))
+    for rounding in ROUNDINGS:
+        lo, up = scp_bounds(m, d, eps, rounding=rounding)
+        assert np.all(lo <= ref + 1e-12) and np.all(ref <= up + 1e-12), rounding
+        # directed rounding errs by up to one grid step per flipped feature
+        assert np.all(up - lo < (0.25 if rounding == "directed" else 0.03)), rounding
+
+
+def test_bounds_large_n_monte_carlo():
+    m, d = nb_like_case(4096, 3, seed=4096)
+    lo, up = scp_bounds(m, d, 0.2)
+    assert np.all(lo <= up) and np.all(up - lo < 0.05)
+    mc = scp_monte_carlo(m, d, 0.2, n_trials=4000, random_state=0, confidence=0.999)
+    assert np.all(mc.upper >= lo) and np.all(mc.lower <= up)
+
+
+def test_bounds_nearest_tighter_at_large_n():
+    """The directed gap grows like the number of flips, the nearest one like
+    its square root: at n = 1024, eps = 0.2, auto is several times tighter."""
+    m, d = nb_like_case(1024, 4, seed=1)
+    lo_d, up_d = scp_bounds(m, d, 0.2, rounding="directed")
+    lo_a, up_a = scp_bounds(m, d, 0.2)
+    assert (up_a - lo_a).mean() < 0.5 * (up_d - lo_d).mean()
+    # both certified: their intersection is non-empty
+    assert np.all(np.maximum(lo_a, lo_d) <= np.minimum(up_a, up_d))
+
+
+@needs_two_threads
+def test_bounds_same_for_any_thread_count(house):
+    S, D = house
+    m, d = nb_like_case(300, 70, seed=3)
+    out = {}
+    for k in (1, 2):
+        with numba_threads(k):
+            out[k] = scp_bounds(S, D, 0.2) + scp_bounds(m, d, 0.2, 4096)
+    for a, b in zip(out[1], out[2]):
+        assert_array_equal(a, b)
+    for p in (0, 17, 69):                       # one point: the calling thread's path
+        lo, up = scp_bounds(m[p:p + 1], d[p:p + 1], 0.2, 4096)
+        assert lo[0] == out[1][2][p] and up[0] == out[1][3][p]
 
 
 # ---------------------------------------------------------------- scp_approx
@@ -354,6 +610,9 @@ def test_bad_parameters():
         scp_approx(GOOD_M, GOOD_D, 0.1, shift="yes")
     with pytest.raises(ValueError, match="resolution must be >= 1"):
         scp_bounds(GOOD_M, GOOD_D, 0.1, resolution=0)
+    with pytest.raises(ValueError, match=r"rounding must be one of \['auto', 'directed', "
+                                         r"'nearest'\]; got 'floor'"):
+        scp_bounds(GOOD_M, GOOD_D, 0.1, rounding="floor")
     with pytest.raises(ValueError, match="n_trials must be >= 1"):
         scp_monte_carlo(GOOD_M, GOOD_D, 0.1, n_trials=0)
     with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):

@@ -35,11 +35,13 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._config import (SCP_APPROX_MAX_CELLS, SCP_APPROX_TAIL, SCP_BOUNDS_BERNSTEIN,
-                       SCP_BOUNDS_RESOLUTION, SCP_BOUNDS_TRIM, SCP_EXACT_MAX_FEATURES,
-                       SCP_MC_CHUNK_CELLS)
+                       SCP_BOUNDS_GAMMA, SCP_BOUNDS_RESOLUTION, SCP_BOUNDS_TRIM,
+                       SCP_EXACT_MAX_FEATURES, SCP_MC_CHUNK_CELLS, SCP_PARALLEL_CHUNKS,
+                       SCP_PARALLEL_MAX_BYTES, SCP_PARALLEL_MIN_WORK)
 from .._stats import wilson_interval
 from .._validation import check_eps, check_int, check_margin_deltas
-from ._kernels import _scp_approx_change, _scp_bounds, _scp_exact_change
+from ._kernels import (_bounds_chunk, _exact_chunk, _exact_keys, _scp_approx_change,
+                       _scp_bounds, _scp_exact_change)
 
 __all__ = ["scp_exact", "scp_approx", "scp_bounds", "scp_monte_carlo", "MonteCarloSCP"]
 
@@ -54,6 +56,22 @@ def _check_bool(value, name):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False; got {value!r}")
     return bool(value)
+
+
+def _n_chunks(t, chunk_bytes, work):
+    """Number of point chunks for a parallel kernel.
+
+    Fixed by the problem alone (never by the thread count): each chunk gets
+    about SCP_PARALLEL_MIN_WORK estimated steps or more (so 1 chunk, run by
+    the caller without a parallel region, below twice that), at most
+    SCP_PARALLEL_CHUNKS chunks, and few enough that all chunks' buffers fit in
+    about SCP_PARALLEL_MAX_BYTES.
+    """
+    return int(max(1, min(t, SCP_PARALLEL_CHUNKS, work // SCP_PARALLEL_MIN_WORK,
+                          SCP_PARALLEL_MAX_BYTES // max(1, int(chunk_bytes)))))
+
+
+_ROUNDING = {"auto": 0, "directed": 1, "nearest": 2}
 
 
 def scp_exact(margin, deltas, eps, *, return_change=False):
@@ -96,13 +114,33 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
     the list for one more feature is the merge of the list and the list
     shifted by that feature's D_j), with their probabilities.  For the sorted
     sums A of one half, the sums B of the other half that change the class
-    form a prefix of the sorted B list that shrinks as A grows, so one sweep
-    with a prefix sum of the B probabilities adds up the change mass:
-    O(2**(n'/2) n') per point, memory ``5 * 2**ceil(n'/2)`` floats.
+    form a prefix of the sorted B list that grows as A decreases, so one sweep
+    from the largest A down, carrying the probability of that prefix (added
+    in ascending order: no cancellation), adds up the change mass:
+    O(2**(n'/2) n') per point, memory ``5 * 2**ceil(n/2)`` floats per chunk
+    of points.  Points are visited in an order that puts equal halves next to
+    each other (a hash of each half); a half whose features and values (with
+    the sign of S folded in) equal the previous point's is not listed again,
+    and a point equal to the previous one copies its result.  Binary naive
+    Bayes data repeats halves a lot (``D_j = +-c_j``): the 435 house-votes
+    points have 72 distinct first halves and 114 distinct second halves.
+    Reuse follows an exact comparison of the inputs, so it changes no bit of
+    the output.
+
+    Points are processed in parallel (numba ``prange``; the thread count is
+    numba's, see ``numba.set_num_threads``): they are cut into a fixed number
+    of contiguous chunks, each with its own buffers: at most
+    ``SCP_PARALLEL_CHUNKS``, each with at least ``SCP_PARALLEL_MIN_WORK``
+    estimated steps (smaller calls run on the calling thread), and fewer when
+    the buffers of all chunks would exceed ``SCP_PARALLEL_MAX_BYTES`` (one at
+    n = 48).  A point's result depends on that point alone, so the output is
+    identical, bit for bit, for any thread count.
 
     The class after flipping is decided as the definition says, on the float
     value ``(S + A) + B`` (``> 0`` is class 1; ``S == 0`` and a sum exactly 0
-    are class 0).  When S and the D_j are on a common binary grid (integers,
+    are class 0); the sweep compares B with ``-(S + A)`` instead, which has
+    the same outcome (a float sum has the sign of the exact sum of its two
+    operands).  When S and the D_j are on a common binary grid (integers,
     dyadic fractions) every sum is exact, ties included, and the result equals
     brute-force enumeration bit for bit in the classification.
 
@@ -126,9 +164,18 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
             f"{SCP_EXACT_MAX_FEATURES}; meet in the middle would need about "
             f"{need / 2**30:.3g} GiB of buffers and 2**{(n + 1) // 2} work per point. "
             "Use scp_bounds (certified lower/upper bounds, any n) or scp_approx instead.")
-    out = np.empty(margin.shape[0])
-    if margin.shape[0]:
-        _scp_exact_change(margin, deltas, eps, out)
+    t = margin.shape[0]
+    out = np.empty(t)
+    if t:
+        half = 2 ** ((n + 1) // 2)
+        n_chunks = _n_chunks(t, 8 * (5 * half + 4) + 48 * n, t * half * (n + 4))
+        keys = np.empty(t, np.uint64)
+        _exact_keys(margin, deltas.view(np.uint64), eps, keys)
+        order = np.argsort(keys, kind="stable")        # equal halves side by side
+        if n_chunks == 1:
+            _exact_chunk(margin, deltas, eps, order, 0, t, out)
+        else:
+            _scp_exact_change(margin, deltas, eps, order, n_chunks, out)
     np.clip(out, 0.0, 1.0, out=out)
     return out if return_change else 1.0 - out
 
@@ -241,7 +288,7 @@ def scp_approx(margin, deltas, eps, k=50, shift=True, hybrid=0, *, return_change
     return out if return_change else 1.0 - out
 
 
-def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION):
+def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, rounding="auto"):
     """Certified bounds ``lower <= SCP <= upper`` for any number of features.
 
     Parameters
@@ -256,6 +303,12 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION):
         Grid steps across the range of flip sums that can carry probability;
         larger is tighter and slower (cost O(n * resolution) per point,
         memory O(resolution)).
+    rounding : {"auto", "directed", "nearest"}, default="auto"
+        How the ``D_j`` are put on the integer grid (see Notes): "directed"
+        (floor and ceil, exact on grid-aligned data, gap growing like the
+        number of flips), "nearest" (round to nearest and bound the residual
+        sum, gap growing like its square root), or "auto": per point,
+        whichever is predicted tighter.  All three are certified.
 
     Returns
     -------
@@ -265,7 +318,8 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION):
     Raises
     ------
     ValueError
-        On bad inputs or ``resolution`` outside [1, 2**26].
+        On bad inputs, ``resolution`` outside [1, 2**26] or an unknown
+        ``rounding``.
 
     See Also
     --------
@@ -276,27 +330,51 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION):
     Our improvement over the seed's approximation, which has no error
     guarantee.  Per point, a grid step h (a power of two, so ``q_j = D_j / h``
     is exact) is the largest with ``span / h >= resolution``, span being the
-    smaller of ``sum |D_j|`` and the Bernstein width of the flip sum.  Rounding
-    every ``q_j`` down gives integer sums that never exceed the real ones,
-    rounding up sums that are never below, so with ``x = -S / h``:
+    smaller of ``sum |D_j|`` and the Bernstein width of the flip sum.  With
+    ``Z = sum_E D_j`` the flip sum and ``x = -S / h`` (moved outward by a
+    bound on the floating-point error of ``S + sum D``; zero when every value
+    is a grid multiple, and then ties are decided exactly), class 1 is certain
+    when ``Z / h > x`` and class 0 when ``Z / h <= x``.
 
-    * ``P(sum floor(q_j) > x)`` is a lower bound on ``P(sum D > -S)``,
-    * ``P(sum ceil(q_j) <= x)`` is a lower bound on ``P(sum D <= -S)``;
+    *Directed rounding.*  Rounding every ``q_j`` down gives integer sums that
+    never exceed ``Z / h``, rounding up sums that are never below, so
 
-    for ``S > 0`` the first is a lower bound on the SCP and one minus the
-    second an upper bound, for ``S <= 0`` the other way round.  Each is a 1-D
-    dynamic programme over integer partial sums (feature by feature, largest
-    ``|D_j|`` first), which retires states early: exactly, when the remaining
-    features cannot carry them across the threshold; by Bernstein's
-    inequality, when they do so with probability below 2**-71 (charged in the
-    bound); and by dropping negligible masses at the window ends (dropping
-    only loosens a lower bound).  The threshold is moved outward by a bound
-    on the floating-point error of ``S + sum D`` (zero when every value is a
-    grid multiple: then ties are decided exactly), the DP's own rounding is
-    removed by a relative margin, and the final ``1 - x`` is rounded outward,
-    so the bounds hold for the real-arithmetic SCP and for any float
-    evaluation of it.  The gap comes from flip sets whose sum lies within
-    (number of flips) * h of the threshold.
+    * ``P(sum floor(q_j) > x)`` is a lower bound on ``P(class 1)``,
+    * ``P(sum ceil(q_j) <= x)`` is a lower bound on ``P(class 0)``;
+
+    the slack is the number of flipped features with ``q_j`` not an integer,
+    about ``sum eps_j`` grid steps: it grows linearly with n.
+
+    *Nearest rounding.*  With ``n_j`` the nearest integer to ``q_j`` and
+    ``r_j = q_j - n_j`` in [-1/2, 1/2], ``Z / h = N + R`` (N, R the sums of
+    ``n_j``, ``r_j`` over the flipped features).  Bernstein's inequality
+    (``|r_j (F_j - eps_j)| <= M = max_j |r_j| (1 - eps_j) <= 1/2``,
+    ``V = sum eps_j (1 - eps_j) r_j^2``, ``L = ln(1 / gamma)``) puts R within
+    ``mu +- delta`` (``mu = sum eps_j r_j``,
+    ``delta = M L / 3 + sqrt((M L / 3)^2 + 2 V L)``) except with probability
+    ``gamma = SCP_BOUNDS_GAMMA`` (2**-40) on each side, so
+
+    * ``P(N >= ceil(x - mu + delta)) - gamma`` is a lower bound on ``P(class 1)``,
+    * ``P(N <= floor(x - mu - delta)) - gamma`` is a lower bound on ``P(class 0)``;
+
+    the slack is about ``2 delta + 1`` grid steps, O(sqrt(n)).  "auto" uses
+    nearest rounding when ``2 delta + 1 < sum_{q_j not integer} eps_j``.
+
+    For ``S > 0`` the class-1 bound is a lower bound on the SCP and one minus
+    the class-0 bound an upper bound, for ``S <= 0`` the other way round.
+    Each is a 1-D dynamic programme over integer partial sums (feature by
+    feature, largest ``|v_j|`` first), which retires states early: exactly,
+    when the remaining features cannot carry them across the threshold; by
+    Bernstein's inequality, when they do so with probability below 2**-71
+    (charged in the bound); and by dropping negligible masses at the window
+    ends (dropping only loosens a lower bound).  The DP's own rounding is
+    removed by a relative margin, mu and delta are inflated by bounds on their
+    float error, and the final ``1 - x`` is rounded outward, so the bounds
+    hold for the real-arithmetic SCP and for any float evaluation of it.
+
+    Points are processed in parallel (numba ``prange``), cut into a fixed
+    number of chunks as in :func:`scp_exact` (small calls run on the calling
+    thread): the bounds are identical, bit for bit, for any thread count.
 
     Examples
     --------
@@ -311,16 +389,28 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION):
     >>> lo, up = scp_bounds([0.3], [[-0.1, -0.2, 0.7]], [0.2, 0.3, 0.1])
     >>> bool(lo[0] <= scp_exact([0.3], [[-0.1, -0.2, 0.7]], [0.2, 0.3, 0.1])[0] <= up[0])
     True
+    >>> lo, up = scp_bounds([0.3], [[-0.1, -0.2, 0.7]], 0.2, rounding="nearest")
+    >>> bool(lo[0] <= scp_exact([0.3], [[-0.1, -0.2, 0.7]], 0.2)[0] <= up[0])
+    True
     """
     margin, deltas, eps = _check_inputs(margin, deltas, eps)
     resolution = check_int(resolution, name="resolution", low=1, high=2 ** 26)
-    t = margin.shape[0]
+    if not isinstance(rounding, str) or rounding not in _ROUNDING:
+        raise ValueError(f"rounding must be one of {sorted(_ROUNDING)}; got {rounding!r}")
+    t, n = deltas.shape
     lower = np.empty(t)
     upper = np.empty(t)
     states = np.zeros(t, np.int64)
+    method = np.zeros(t, np.int8)
     if t:
-        _scp_bounds(margin, deltas, eps, resolution, SCP_BOUNDS_BERNSTEIN, SCP_BOUNDS_TRIM,
-                    lower, upper, states)
+        n_chunks = _n_chunks(t, 8 * (4 * resolution + 64) + 48 * n,
+                             t * n * min(resolution, 2 ** min(n, 40)))
+        args = (margin, deltas, eps, resolution, SCP_BOUNDS_BERNSTEIN, SCP_BOUNDS_TRIM,
+                SCP_BOUNDS_GAMMA, _ROUNDING[rounding])
+        if n_chunks == 1:
+            _bounds_chunk(*args, 0, t, lower, upper, states, method)
+        else:
+            _scp_bounds(*args, n_chunks, lower, upper, states, method)
     return lower, upper
 
 

@@ -8,6 +8,15 @@ Three kernels, one job each, all batched over the t points of a call:
 * ``_scp_bounds``         -- certified integer-grid dynamic programme, fills the
   lower and upper SCP bounds.
 
+The exact and the bounds kernels run ``prange`` over a fixed number of chunks
+of points (``NJIT_PARALLEL``); each chunk is one call of a serial kernel
+(``_exact_chunk``, ``_bounds_chunk``) that allocates its own buffers, and the
+wrappers call that serial kernel directly for small problems.  The exact
+kernel visits the points in the order of ``_exact_keys`` (equal halves side
+by side) and reuses a half's sorted subset sums after an exact comparison of
+its inputs.  A point's result depends on that point alone, so every output is
+identical for any thread count, chunking and order.
+
 Conventions shared by all of them (see DESIGN.md): a point with log-odds S and
 flip effects D_j keeps its class under the flip set E iff
 ``(S + sum_E D_j > 0) == (S > 0)``.  Features with ``eps_j == 0`` never flip and
@@ -23,9 +32,9 @@ set: ``S' + sum_E D' <= 0`` (S > 0) or ``< 0`` (S <= 0, "strict").
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .._config import NJIT
+from .._config import NJIT, NJIT_PARALLEL
 
 _U = 2.0 ** -53  # unit roundoff of float64
 
@@ -34,64 +43,200 @@ _U = 2.0 ** -53  # unit roundoff of float64
 # exact: meet in the middle
 # --------------------------------------------------------------------------
 
+# Index arithmetic in the exact kernels is unsigned (``np.uint64``): numba
+# adds a wraparound check (``a[-1]`` is the last element) to every access
+# with a signed index, which cost 30% of the meet in the middle's time.  Every
+# constant mixed with these indices is a ``np.uint64`` too (uint64 with int64
+# would be float64 in numba).
+
 @njit(**NJIT)
 def _sorted_subset_sums(vals, probs, idx, start, stop, sums, masses):
     """Sorted subset sums of ``vals[idx[start:stop]]`` with their probabilities.
 
     Doubling: the list for features f_1..f_i is the merge of the (sorted) list
     for f_1..f_{i-1} and the same list shifted by D_{f_i}; the merge is done in
-    place from the back, so ``sums``/``masses`` need only 2**(stop-start) slots.
-    Returns the list length.
+    place from the back.  The list is stored at ``sums[1:m+1]`` (ascending)
+    and ``masses[1:m+1]`` behind a -inf sentinel at ``sums[0]``, so the buffers
+    need ``2**(stop-start) + 1`` slots.  Returns m = 2**(stop-start) (uint64).
     """
-    m = 1
-    sums[0] = 0.0
-    masses[0] = 1.0
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    m = one
+    sums[0] = -np.inf          # the unshifted list is never taken past its start
+    sums[1] = 0.0
+    masses[1] = 1.0
     for q in range(start, stop):
         j = idx[q]
         d = vals[j]
         e = probs[j]
         keep = 1.0 - e
-        i = m - 1          # last unread element of the unshifted list
-        k = m - 1          # last unread element of the shifted list
-        w = 2 * m - 1      # write position
-        while k >= 0:
-            shifted = sums[k] + d
-            if i >= 0 and sums[i] > shifted:
-                sums[w] = sums[i]
+        i = m                  # last unread element of the unshifted list
+        k = m                  # last unread element of the shifted list
+        w = m + m              # write position
+        while k != zero:
+            su = sums[i]
+            sh = sums[k] + d
+            if su > sh:
+                sums[w] = su
                 masses[w] = masses[i] * keep
-                i -= 1
+                i -= one
             else:
-                pm = masses[k] * e
-                sums[w] = shifted
-                masses[w] = pm
-                k -= 1
-            w -= 1
-        # the remaining unshifted elements 0..i are already in place (w == i)
-        for r in range(i + 1):
+                sums[w] = sh
+                masses[w] = masses[k] * e
+                k -= one
+            w -= one
+        # the unshifted elements 1..i are already in place (w == i)
+        r = one
+        while r <= i:
             masses[r] *= keep
-        m *= 2
+            r += one
+        m = m + m
     return m
 
 
 @njit(**NJIT)
-def _scp_exact_change(margin, deltas, eps, out):
-    """Exact change probability 1 - SCP of every point, by meet in the middle.
+def _last_level(sums, masses, m, d, e, out_sums, out_masses):
+    """Last doubling level of a half, merged forward into separate buffers.
 
-    ``out[p]`` receives the probability mass of the flip sets that change the
-    class of point p.  O(2**(n/2) n) per point; the buffers are allocated once
-    for the widest half and reused for every point.
+    Merges the sorted list ``sums[1:m+1]`` (as left by
+    :func:`_sorted_subset_sums`) with the same list shifted by ``d`` (the
+    half's last feature, flip probability ``e``) into ``out_sums[0:2m]``
+    (ascending) and ``out_masses[0:2m]``.  ``sums[m+1]`` is overwritten by a
+    +inf sentinel.  Returns 2m (uint64).
     """
-    t, n = deltas.shape
+    one = np.uint64(1)
+    keep = 1.0 - e
+    sums[m + one] = np.inf
+    i = one
+    k = one
+    w = np.uint64(0)
+    m2 = m + m
+    while w < m2:
+        u = sums[i]
+        v = sums[k] + d          # inf + d == inf once k reaches the sentinel
+        if u <= v:
+            out_sums[w] = u
+            out_masses[w] = masses[i] * keep
+            i += one
+        else:
+            out_sums[w] = v
+            out_masses[w] = masses[k] * e
+            k += one
+        w += one
+    return m2
+
+
+@njit(**NJIT)
+def _mix(h, x):
+    """One step of a 64-bit hash (uint64 in, uint64 out; wraps on overflow)."""
+    h ^= x
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@njit(**NJIT)
+def _exact_keys(margin, dbits, eps, keys):
+    """Sort keys for the order in which ``_exact_chunk`` visits the points: a
+    hash of their first half in the high 32 bits, of their second half in the
+    low ones (``dbits`` is ``deltas`` viewed as uint64), so that sorting puts
+    points with identical halves next to each other and they share their
+    sorted subset sums.  Only the speed depends on the order: a half is
+    reused only after an exact comparison of its inputs."""
+    t, n = dbits.shape
+    sign_bit = np.uint64(1) << np.uint64(63)
+    for p in range(t):
+        flip = np.uint64(0) if margin[p] > 0.0 else sign_bit
+        na = 0
+        for j in range(n):
+            if eps[j] > 0.0 and dbits[p, j] << np.uint64(1) != np.uint64(0):   # D_j != 0
+                na += 1
+        h1 = na // 2
+        ha = _mix(np.uint64(1), np.uint64(h1))
+        hb = _mix(np.uint64(2), np.uint64(na - h1))
+        c = 0
+        for j in range(n):
+            if eps[j] > 0.0 and dbits[p, j] << np.uint64(1) != np.uint64(0):
+                b = dbits[p, j] ^ flip
+                if c < h1:
+                    ha = _mix(_mix(ha, np.uint64(j)), b)
+                else:
+                    hb = _mix(_mix(hb, np.uint64(j)), b)
+                c += 1
+        keys[p] = (ha & np.uint64(0xFFFFFFFF00000000)) | (hb >> np.uint64(32))
+
+
+@njit(**NJIT)
+def _same_half(idx, vals, lo, hi, saved_idx, saved_vals, saved_len):
+    """Whether features idx[lo:hi] with values vals[idx] are the saved half."""
+    if hi - lo != saved_len:
+        return False
+    for q in range(lo, hi):
+        j = idx[q]
+        if j != saved_idx[q - lo] or vals[j] != saved_vals[q - lo]:
+            return False
+    return True
+
+
+@njit(**NJIT)
+def _save_half(idx, vals, lo, hi, saved_idx, saved_vals):
+    for q in range(lo, hi):
+        saved_idx[q - lo] = idx[q]
+        saved_vals[q - lo] = vals[idx[q]]
+    return hi - lo
+
+
+@njit(**NJIT)
+def _exact_chunk(margin, deltas, eps, order, lo, hi, out):
+    """Meet in the middle for the points order[lo:hi] (one chunk, its own
+    buffers).
+
+    Per point: the active features (``eps_j > 0``, ``D_j != 0``) are split in
+    halves A (first ``na // 2``) and B, each listed as sorted subset sums with
+    their masses (:func:`_sorted_subset_sums`; B's last level by
+    :func:`_last_level`).  A half whose features and values (after the sign
+    normalisation) equal those of the previous point's same half is not
+    listed again, and a point equal to the previous one in both halves and in
+    S copies its result: the lists and the sweep are deterministic functions
+    of those inputs, so the result is the same, bit for bit.
+
+    With ``x = S' + A`` (float), the float sum ``x + B`` has the sign of the
+    exact one (it rounds to zero only when it is zero), so ``x + B <= 0`` iff
+    ``B <= -x``: comparing B with ``-x`` decides exactly as ``(S' + A) + B``
+    would.  The B that change the class form a prefix of the sorted B list
+    that grows as A decreases, so one sweep from the largest A down, with the
+    running mass of that prefix (accumulated in ascending order, no
+    cancellation), adds ``mass(A) * P(prefix)``; two alternating accumulators
+    keep the additions off one dependency chain.
+    """
+    n = deltas.shape[1]
     h_max = (n + 1) // 2
     cap = 1 << h_max
-    sa = np.empty(cap)
-    pa = np.empty(cap)
-    sb = np.empty(cap)
-    pb = np.empty(cap)
-    cum = np.empty(cap + 1)
+    sa = np.empty(cap + 1)               # A, behind a sentinel
+    pa = np.empty(cap + 1)
+    sb = np.empty(cap // 2 + 2)          # B without its last feature, two sentinels
+    pb = np.empty(cap // 2 + 2)
+    sb2 = np.empty(cap)                  # B
+    pb2 = np.empty(cap)
     idx = np.empty(n, np.int64)
     vals = np.empty(n)
-    for p in range(t):
+    a_idx = np.empty(n, np.int64)        # the halves now listed, and the point
+    a_val = np.empty(n)
+    b_idx = np.empty(n, np.int64)
+    b_val = np.empty(n)
+    a_len = -1
+    b_len = -1
+    prev_s = -1.0                        # s >= 0 after normalisation: never matches
+    prev_strict = False
+    prev_out = 0.0
+    ma = np.uint64(0)
+    mb = np.uint64(0)
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    for q in range(lo, hi):
+        p = order[q]
         s = margin[p]
         strict = not (s > 0.0)
         sgn = 1.0 if s > 0.0 else -1.0
@@ -105,27 +250,72 @@ def _scp_exact_change(margin, deltas, eps, out):
         if na == 0:
             out[p] = 0.0
             continue
-        h1 = na // 2
-        ma = _sorted_subset_sums(vals, eps, idx, 0, h1, sa, pa)
-        mb = _sorted_subset_sums(vals, eps, idx, h1, na, sb, pb)
-        cum[0] = 0.0
-        for b in range(mb):
-            cum[b + 1] = cum[b] + pb[b]
-        # for increasing A the set of B with S' + A + B in the change region
-        # is a shrinking prefix of the sorted B list (float + is monotone)
-        ptr = mb
-        change = 0.0
-        for a in range(ma):
-            x0 = s + sa[a]
-            while ptr > 0:
-                x = x0 + sb[ptr - 1]
-                if x < 0.0 or (x == 0.0 and not strict):
-                    break
-                ptr -= 1
-            if ptr == 0:
-                break
-            change += pa[a] * cum[ptr]
-        out[p] = change
+        h1 = na // 2                          # B has na - h1 >= 1 features
+        same_a = _same_half(idx, vals, 0, h1, a_idx, a_val, a_len)
+        same_b = _same_half(idx, vals, h1, na, b_idx, b_val, b_len)
+        if same_a and same_b and s == prev_s and strict == prev_strict:
+            out[p] = prev_out
+            continue
+        if not same_a:
+            ma = _sorted_subset_sums(vals, eps, idx, 0, h1, sa, pa)
+            a_len = _save_half(idx, vals, 0, h1, a_idx, a_val)
+        if not same_b:
+            mb = _sorted_subset_sums(vals, eps, idx, h1, na - 1, sb, pb)
+            jl = idx[na - 1]
+            mb = _last_level(sb, pb, mb, vals[jl], eps[jl], sb2, pb2)
+            b_len = _save_half(idx, vals, h1, na, b_idx, b_val)
+        a = ma
+        ptr = zero
+        cur = 0.0                             # mass of sb2[0:ptr]
+        c0 = 0.0
+        c1 = 0.0
+        if strict:                            # change iff (S' + A) + B < 0
+            while a != zero and not (sb2[0] < -(s + sa[a])):
+                a -= one                      # no B changes the class
+            while a != zero:
+                nx = -(s + sa[a])
+                while ptr < mb and sb2[ptr] < nx:
+                    cur += pb2[ptr]
+                    ptr += one
+                if a & one:
+                    c1 += pa[a] * cur
+                else:
+                    c0 += pa[a] * cur
+                a -= one
+        else:                                 # change iff (S' + A) + B <= 0
+            while a != zero and not (sb2[0] <= -(s + sa[a])):
+                a -= one
+            while a != zero:
+                nx = -(s + sa[a])
+                while ptr < mb and sb2[ptr] <= nx:
+                    cur += pb2[ptr]
+                    ptr += one
+                if a & one:
+                    c1 += pa[a] * cur
+                else:
+                    c0 += pa[a] * cur
+                a -= one
+        prev_out = c0 + c1
+        prev_s = s
+        prev_strict = strict
+        out[p] = prev_out
+
+
+@njit(**NJIT_PARALLEL)
+def _scp_exact_change(margin, deltas, eps, order, n_chunks, out):
+    """Exact change probability 1 - SCP of every point, by meet in the middle.
+
+    ``out[p]`` receives the probability mass of the flip sets that change the
+    class of point p; O(2**(n/2) n) per point.  The visiting ``order`` (sorted
+    :func:`_exact_keys`) is cut into ``n_chunks`` fixed contiguous chunks run
+    in parallel (``prange``), each with its own buffers; a point's result
+    depends on that point alone, so the output is identical for any thread
+    count and any chunking.
+    """
+    t = margin.shape[0]
+    for c in prange(n_chunks):
+        _exact_chunk(margin, deltas, eps, order, c * t // n_chunks, (c + 1) * t // n_chunks,
+                     out)
 
 
 # --------------------------------------------------------------------------
@@ -354,6 +544,47 @@ def _move_window(buf, off, width, new_off):
 
 
 @njit(**NJIT)
+def _convolve_up(buf, off, width, av, keep, ej):
+    """In place: the masses ``buf[off:off+width]`` of partial sums s..s+width-1
+    become those of s..s+width+av-1 after a feature that adds ``av > 0`` with
+    probability ``ej`` (``keep = 1 - ej``).  Backward, so every read sees an
+    old value; unsigned indices (no wraparound checks, so LLVM vectorises)."""
+    one = np.uint64(1)
+    need = width + av
+    r = width
+    while r < need:
+        buf[off + r] = 0.0
+        r += one
+    r = need
+    while r > av:
+        r -= one
+        buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
+    while r > np.uint64(0):
+        r -= one
+        buf[off + r] = keep * buf[off + r]
+
+
+@njit(**NJIT)
+def _convolve_down(buf, off, width, av, keep, ej):
+    """As :func:`_convolve_up` for a feature that subtracts ``av``: the window,
+    already moved down to start at ``off``, holds the old masses at
+    ``buf[off+av:off+av+width]``; forward, so every read sees an old value."""
+    one = np.uint64(1)
+    r = np.uint64(0)
+    while r < av:
+        buf[off + r] = 0.0
+        r += one
+    r = np.uint64(0)
+    while r < width:
+        buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
+        r += one
+    need = width + av
+    while r < need:
+        buf[off + r] = keep * buf[off + r]
+        r += one
+
+
+@njit(**NJIT)
 def _mass_at_least(v, e, tau, beta, trim, buf):
     """Certified lower bound on P(sum_{flipped j} v_j >= tau); v integer, nonzero.
 
@@ -472,21 +703,11 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
             _move_window(buf, off, width, noff)
             off = noff
         if vj > 0:
-            for r in range(width, need):
-                buf[off + r] = 0.0
-            for r in range(need - 1, av - 1, -1):
-                buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
-            for r in range(av - 1, -1, -1):
-                buf[off + r] = keep * buf[off + r]
+            _convolve_up(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
         else:
             off -= av
             lo_s -= av
-            for r in range(av):
-                buf[off + r] = 0.0
-            for r in range(width):
-                buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
-            for r in range(width, need):
-                buf[off + r] = keep * buf[off + r]
+            _convolve_down(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
         width = need
         if width > max_width:
             max_width = width
@@ -501,8 +722,9 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
 
 
 @njit(**NJIT)
-def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, states):
-    """Certified bounds lower <= SCP <= upper for every point.
+def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, lo, hi,
+                  lower, upper, states, method):
+    """Certified bounds lower <= SCP <= upper for the points lo..hi-1.
 
     Grid: h is the largest power of two <= span / resolution, with span the
     smaller of sum |D_j| and the Bernstein width 2 t* of the flip sum (beyond
@@ -511,19 +733,45 @@ def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, state
 
     With E an upper bound on the float rounding of any evaluation order of
     S + sum_E D_j (E = 0 when every value is an exact grid multiple, so that
-    every float sum is exact):
-      P1 = P(sum floor(q) >= floor(x_up) + 1)   certifies  sum D >  -S + E
-      P2 = P(sum ceil(q)  <= floor(x_dn))       certifies  sum D <= -S - E
-    with x_up >= (-S + E) / h >= (-S - E) / h >= x_dn.  For S > 0 the SCP is
-    in [P1, 1 - P2]; for S <= 0 in [P2, 1 - P1].  ``states[p]`` gets the
-    largest DP window used for the point.
+    every float sum is exact), x_up >= (-S + E) / h >= (-S - E) / h >= x_dn,
+    and Z = sum_E D_j, class 1 is certain when Z / h > x_up and class 0 when
+    Z / h <= x_dn.  Two certified ways to bound these probabilities:
+
+    * directed rounding (method 1):
+        P1 = P(sum floor(q) >= floor(x_up) + 1)   certifies  Z / h >  x_up
+        P2 = P(sum ceil(q)  <= floor(x_dn))       certifies  Z / h <= x_dn
+      loose by about the number of flipped features with q_j not an integer;
+    * nearest rounding (method 2): n_j = round(q_j), r_j = q_j - n_j in
+      [-1/2, 1/2], N = sum n_j and R = sum r_j over the flipped features, so
+      Z / h = N + R.  Bernstein (|r_j (F_j - e_j)| <= M = max |r_j| (1 - e_j),
+      V = sum e_j (1 - e_j) r_j^2, L = ln(1 / gamma)) gives
+      P(R <= mu - delta) <= gamma and P(R >= mu + delta) <= gamma with
+      mu = sum e_j r_j and delta = M L / 3 + sqrt((M L / 3)^2 + 2 V L), so
+        P1 = P(N >= ceil(x_up - mu + delta)) - gamma     (then N + R > x_up)
+        P2 = P(N <= floor(x_dn - mu - delta)) - gamma    (then N + R <= x_dn)
+      loose by about 2 delta + 1 grid steps, i.e. O(sqrt(n)) instead of O(n).
+
+    ``rounding`` 0 picks, per point, nearest when 2 delta + 1 is below the
+    expected number of flipped non-integer q_j, else directed; 1 and 2 force
+    one.  mu, V and delta are inflated by bounds on their float error and
+    delta by 2**-30 (so that it is > 0); a point whose q_j are all integers
+    (R == 0) always uses directed rounding (then both are the same, uncharged).
+    For S > 0 the SCP is in [P1, 1 - P2]; for S <= 0 in [P2, 1 - P1].
+    ``states[p]`` gets the largest DP window used for the point and
+    ``method[p]`` the rounding used (1 or 2; 0 when nothing can flip).
     """
-    t, n = deltas.shape
+    n = deltas.shape[1]
     buf = np.empty(4 * resolution + 64)
-    lo_v = np.empty(n, np.int64)
-    hi_v = np.empty(n, np.int64)
-    e_a = np.empty(n)
-    for p in range(t):
+    f_v = np.empty(n, np.int64)          # nonzero floor(q_j) and their eps
+    f_e = np.empty(n)
+    c_v = np.empty(n, np.int64)          # nonzero -ceil(q_j)
+    c_e = np.empty(n)
+    r_v = np.empty(n, np.int64)          # nonzero round(q_j), and negated
+    r_w = np.empty(n, np.int64)
+    r_e = np.empty(n)
+    log_term = math.log(2.0 / beta)
+    log_g = math.log(1.0 / gamma)
+    for p in range(lo, hi):
         s = margin[p]
         na = 0
         tot = 0.0
@@ -542,8 +790,8 @@ def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, state
             lower[p] = 1.0
             upper[p] = 1.0
             states[p] = 0
+            method[p] = 0
             continue
-        log_term = math.log(2.0 / beta)
         a3 = log_term * mx / 3.0
         span = 2.0 * (a3 + math.sqrt(a3 * a3 + 2.0 * log_term * var))
         if tot < span:
@@ -556,23 +804,56 @@ def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, state
             h *= 2.0
         if h < 2.0 ** -1000:
             h = 2.0 ** -1000
-        # integer grid values
-        na = 0
+        # integer grid values, directed and nearest
+        nf = 0
+        nc = 0
+        nr = 0
         exact = True
         reach = 0
+        slack = 0.0          # expected number of flipped features with q_j not integer
+        mu = 0.0
+        var_r = 0.0
+        m_r = 0.0
+        abs_r = 0.0
         for j in range(n):
             d = deltas[p, j]
-            if eps[j] > 0.0 and d != 0.0:
+            ej = eps[j]
+            if ej > 0.0 and d != 0.0:
                 q = d / h
-                fq = math.floor(q)
-                cq = math.ceil(q)
+                fq = np.floor(q)
+                cq = np.ceil(q)
+                if q == 0.0:                 # d / h underflowed: keep 0 < |q| < 1
+                    if d > 0.0:
+                        cq = 1.0
+                    else:
+                        fq = -1.0
                 if fq != cq:
                     exact = False
-                lo_v[na] = np.int64(fq)
-                hi_v[na] = np.int64(cq)
-                e_a[na] = eps[j]
-                reach += max(abs(lo_v[na]), abs(hi_v[na]))
-                na += 1
+                    slack += ej
+                ifq = np.int64(fq)
+                icq = np.int64(cq)
+                if ifq != 0:
+                    f_v[nf] = ifq
+                    f_e[nf] = ej
+                    nf += 1
+                if icq != 0:
+                    c_v[nc] = -icq
+                    c_e[nc] = ej
+                    nc += 1
+                reach += max(abs(ifq), abs(icq))
+                rq = fq if q - fq <= 0.5 else cq     # q - fq is exact
+                r = q - rq                           # exact, in [-1/2, 1/2]
+                if rq != 0.0:
+                    r_v[nr] = np.int64(rq)
+                    r_w[nr] = -r_v[nr]
+                    r_e[nr] = ej
+                    nr += 1
+                ar = abs(r)
+                mu += ej * r
+                var_r += ej * (1.0 - ej) * r * r
+                abs_r += ej * ar
+                if ar * (1.0 - ej) > m_r:
+                    m_r = ar * (1.0 - ej)
         x = -s / h
         if not (np.floor(x) == x) or abs(x) + reach >= 2.0 ** 52:
             exact = False
@@ -586,11 +867,36 @@ def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, state
         lim = float(reach + 2)
         x_up = min(max(x_up, -lim), lim)
         x_dn = min(max(x_dn, -lim), lim)
-        a1 = np.int64(math.floor(x_up)) + 1
-        a2 = np.int64(math.floor(x_dn))
-        p1, buf, w1 = _mass_at_least(lo_v[:na], e_a[:na], a1, beta, trim, buf)
-        neg = -hi_v[:na]
-        p2, buf, w2 = _mass_at_least(neg, e_a[:na], -a2, beta, trim, buf)
+        # Bernstein radius of the residual sum, with its float error covered
+        use_near = False
+        delta = 0.0
+        if m_r > 0.0 and rounding != 1:
+            fl_rel = (na + 8) * 2.0 * _U
+            m3 = m_r * (1.0 + fl_rel) * log_g / 3.0
+            delta = m3 + math.sqrt(m3 * m3 + 2.0 * var_r * (1.0 + fl_rel) * log_g)
+            delta = delta * (1.0 + 1e-9) + fl_rel * abs_r * 1.01 + 2.0 ** -30
+            use_near = rounding == 2 or 2.0 * delta + 1.0 < slack
+        if use_near:
+            c1 = x_up - mu + delta
+            c1 += 4.0 * _U * (abs(x_up) + abs(mu) + delta)
+            c0 = x_dn - mu - delta
+            c0 -= 4.0 * _U * (abs(x_dn) + abs(mu) + delta)
+            a1 = np.int64(math.ceil(c1))             # N >= a1: class 1 unless R is low
+            a2 = np.int64(math.floor(c0))            # N <= a2: class 0 unless R is high
+            v1, e1, v2, e2 = r_v[:nr], r_e[:nr], r_w[:nr], r_e[:nr]
+            charge = gamma
+            method[p] = 2
+        else:
+            a1 = np.int64(math.floor(x_up)) + 1      # sum floor(q) >= a1: class 1
+            a2 = np.int64(math.floor(x_dn))          # sum ceil(q) <= a2: class 0
+            v1, e1, v2, e2 = f_v[:nf], f_e[:nf], c_v[:nc], c_e[:nc]
+            charge = 0.0
+            method[p] = 1
+        p1, buf, w1 = _mass_at_least(v1, e1, a1, beta, trim, buf)
+        p2, buf, w2 = _mass_at_least(v2, e2, -a2, beta, trim, buf)
+        if charge > 0.0:
+            p1 = max(0.0, np.nextafter(p1 - charge, -np.inf))
+            p2 = max(0.0, np.nextafter(p2 - charge, -np.inf))
         states[p] = max(w1, w2)
         if s > 0.0:
             lo_b, up_c = p1, p2
@@ -598,3 +904,18 @@ def _scp_bounds(margin, deltas, eps, resolution, beta, trim, lower, upper, state
             lo_b, up_c = p2, p1
         lower[p] = max(0.0, np.nextafter(lo_b, -np.inf)) if lo_b > 0.0 else 0.0
         upper[p] = min(1.0, np.nextafter(1.0 - up_c, np.inf))
+
+
+@njit(**NJIT_PARALLEL)
+def _scp_bounds(margin, deltas, eps, resolution, beta, trim, gamma, rounding, n_chunks,
+                lower, upper, states, method):
+    """Certified bounds lower <= SCP <= upper for every point (see
+    :func:`_bounds_chunk`).  The points are cut into ``n_chunks`` fixed
+    contiguous chunks run in parallel (``prange``), each with its own buffers;
+    a point's bounds depend on that point alone, so the output is identical
+    for any thread count."""
+    t = margin.shape[0]
+    for c in prange(n_chunks):
+        _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding,
+                      c * t // n_chunks, (c + 1) * t // n_chunks, lower, upper, states,
+                      method)
