@@ -53,6 +53,10 @@ def test_demo_runs_end_to_end(tmp_path):
     res = run_demo(tmp_path, trials=300, stream=buf)
     assert res["onnx_agrees"]
     assert "predicted mean SCP" in buf.getvalue()
+    wide = res["stages"]["naive_bayes"]["wide_plan"]["plan"]
+    assert wide.method == "grid" and wide.certified_by == "bounds"
+    assert wide.scp_lower <= wide.mean_scp <= wide.scp_upper
+    assert (tmp_path / "dna_plan.json").exists()
 
 
 def test_installed_console_script_runs_outside_the_source_tree(tmp_path):

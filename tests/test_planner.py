@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from numpy.testing import assert_allclose, assert_array_equal
 
-from edgecode.datasets import load_house_votes, load_nltcs
+from edgecode.datasets import load_dna, load_house_votes, load_nltcs
 from edgecode.naive_bayes import BinaryNaiveBayes
 from edgecode.redundancy import (PlanningCostWarning, allocate_greedy, allocate_uniform,
                                  certify_plan, estimate_plan_seconds, influences, mean_scp,
@@ -209,6 +209,41 @@ def test_large_n_plan_against_independent_monte_carlo():
     uniform = repetition_error(np.full(300, 0.2), allocate_uniform(300, 600))
     lo_u, up_u, _ = certify_plan(margin, deltas, uniform)
     assert 1 - plan.scp_upper < 0.7 * (1 - up_u)
+
+
+def test_real_data_n180_against_monte_carlo_and_a_normal_greedy():
+    """DNA (bundled, 180 features): certified interval and estimate vs an independent Monte
+    Carlo, and the plan is at least as good as a normal-approximation greedy's."""
+    from scipy.special import ndtr
+    d = load_dna()
+    nb = BinaryNaiveBayes().fit(d.X, d.y)
+    X = d.X[::8]                                   # 399 planning points
+    margin, deltas = nb.decision_function(X), nb.flip_deltas(X)
+    eps, units = 0.05, 40
+    plan = allocate_greedy(margin, deltas, eps, 2 * units)
+    assert plan.method == "grid" and plan.certified_by == "bounds"
+    # independent check: numpy Monte Carlo of the plan's effective channel
+    rng = np.random.default_rng(5)
+    pos, kept, trials = margin > 0, 0, 20000
+    for _ in range(trials // 2000):
+        flips = rng.random((2000, deltas.shape[1])) < plan.effective_eps
+        kept += ((margin[None, :] + flips @ deltas.T > 0) == pos).sum()
+    mc = kept / (trials * len(margin))
+    half = 4.0 * np.sqrt(mc * (1 - mc) / (trials * len(margin)))
+    assert plan.scp_lower - half <= mc <= plan.scp_upper + half
+    # a normal-approximation greedy (the numpy peer of benchmarks/bench_planner.py)
+    sgn = np.where(margin > 0, 1.0, -1.0)
+    thr, D = -sgn * margin, sgn[:, None] * deltas
+    r, e = np.zeros(D.shape[1], int), np.full(D.shape[1], eps)
+    for _ in range(units):
+        mq = (D @ e)[:, None] - e * D
+        sq = np.sqrt(np.maximum(((D * D) @ (e * (1 - e)))[:, None] - e * (1 - e) * D * D, 1e-12))
+        infl = ndtr((thr[:, None] - D - mq) / sq) - ndtr((thr[:, None] - mq) / sq)
+        j = int(np.argmax((e - repetition_error(eps, r + 1)) * infl.mean(axis=0)))
+        r[j] += 1
+        e[j] = repetition_error(eps, r[j])
+    lo_n, up_n, _ = certify_plan(margin, deltas, e)
+    assert 1 - plan.scp_upper <= 1 - lo_n     # not worse than the peer's plan, certified
 
 
 def test_noiseless_and_irrelevant_features_get_nothing():

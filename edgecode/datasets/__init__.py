@@ -2,11 +2,15 @@
 
 ``load_house_votes`` -- UCI Congressional Voting Records (1984), 435 x 16.
 ``load_nltcs`` -- National Long Term Care Survey binary variables, 21574 x 16.
+``load_dna`` -- Statlog DNA splice junctions, 3186 x 180 binary indicators.
 
 Provenance: both files are copied unchanged from the project's offline dataset
 collection; house votes from the UCI house-votes-84.data (Congressional
 Quarterly Almanac 1984, donor J. Schlimmer), NLTCS from the density-estimation
-suite of Lowd & Davis (ICDM 2010) with its train/valid/test split.
+suite of Lowd & Davis (ICDM 2010) with its train/valid/test split; DNA from
+the R package mlbench 2.1-8 (``data/DNA.rda``: the UCI StatLog "DNA" primate
+splice-junction data of Towell, Noordewier & Shavlik), as
+``dna_statlog.csv.gz`` of the project's dataset collection.
 """
 
 import csv
@@ -17,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BinaryDataset", "load_house_votes", "load_nltcs", "load", "load_csv", "NAMES"]
+__all__ = ["BinaryDataset", "load_house_votes", "load_nltcs", "load_dna", "load", "load_csv",
+           "NAMES"]
 
 
 @dataclass(frozen=True)
@@ -122,7 +127,35 @@ def load_nltcs():
                          "NLTCS (Lowd & Davis 2010); class v0, features v1..v15", "nltcs")
 
 
-_LOADERS = {"house_votes": load_house_votes, "nltcs": load_nltcs}
+def load_dna():
+    """Statlog DNA: 180 binary nucleotide indicators, splice junction or not.
+
+    3186 primate DNA windows of 60 nucleotides, each coded by three binary
+    indicators (mlbench's ``DNA`` data, UCI StatLog).  The source has three
+    classes, exon/intron boundary ``ei`` (767), intron/exon ``ie`` (765) and
+    neither ``n`` (1654); here class 1 is a junction (``ei`` or ``ie``) and
+    class 0 is ``n``.  No split: the planning examples fit and plan on all
+    rows.  The same file, with its three labels, is what ``edgecode plan
+    dna_statlog.csv.gz --positive n`` reads (that labels ``n`` as 1, which
+    flips every margin's sign and leaves every SCP unchanged).
+
+    Examples
+    --------
+    >>> from edgecode.datasets import load_dna
+    >>> d = load_dna()
+    >>> d.X.shape, int(d.y.sum())
+    ((3186, 180), 1532)
+    """
+    rows = list(csv.reader(_open_text("dna_statlog.csv.gz")))
+    header, body = rows[0], rows[1:]
+    X = np.array([[int(v) for v in r[:-1]] for r in body], dtype=np.uint8)
+    y = np.array([0 if r[-1] == "n" else 1 for r in body], dtype=np.int64)
+    return BinaryDataset(X, y, header[:-1], ["n", "ei or ie"], None,
+                         "Statlog DNA splice junctions (mlbench DNA); class 1 = ei or ie",
+                         "dna")
+
+
+_LOADERS = {"house_votes": load_house_votes, "nltcs": load_nltcs, "dna": load_dna}
 NAMES = tuple(_LOADERS)
 
 

@@ -366,7 +366,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
-    """Demo stage: plan -> export -> device -> simulate on house votes, then NLTCS."""
+    """Demo stage: plan -> export -> device -> simulate on house votes, then NLTCS and DNA."""
     import onnxruntime as ort
     from firmware_sim.channel import bsc
     from firmware_sim.naive_bayes import load_protected_nb
@@ -397,7 +397,10 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
                        stream=out)
     print("\n== 4. NLTCS: 15 features, 3236 test points, 15 redundancy units ==", file=out)
     run_plan("nltcs", 0.2, 30, stream=out)
-    return {"plan": res, "simulate": sim, "onnx_agrees": agree}
+    print("\n== 5. at scale: Statlog DNA, 180 features, 3186 points, 60 redundancy bits ==",
+          file=out)
+    wide = run_plan("dna", 0.2, 60, stream=out, plan_out=out_dir / "dna_plan.json")
+    return {"plan": res, "simulate": sim, "onnx_agrees": agree, "wide_plan": wide}
 
 
 def register(sub):
