@@ -65,3 +65,20 @@ def machine():
     import platform
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, " \
            f"Python {platform.python_version()}, numpy {np.__version__}"
+
+
+def synthetic_nb(n, t, seed=0, n_fit=2000):
+    """Margins and flip effects of a naive Bayes model on synthetic binary data.
+
+    n features with class-conditional probabilities p0 ~ Beta(1, 3) and
+    p1 = p0 + N(0, 0.08) (clipped to [0.01, 0.99]); the model is fitted on
+    ``n_fit`` generated rows and evaluated on the next t (the planning points).
+    """
+    from edgecode.naive_bayes import BinaryNaiveBayes
+    rng = np.random.default_rng(seed)
+    p0 = rng.beta(1, 3, n)
+    p1 = np.clip(p0 + rng.normal(0, 0.08, n), 0.01, 0.99)
+    y = rng.integers(0, 2, n_fit + t)
+    X = (rng.random((len(y), n)) < np.where(y[:, None] == 1, p1, p0)).astype(np.uint8)
+    nb = BinaryNaiveBayes().fit(X[:n_fit], y[:n_fit])
+    return nb.decision_function(X[n_fit:]), nb.flip_deltas(X[n_fit:])

@@ -30,14 +30,14 @@ Tasks
   ``scp_bounds`` (default resolution) per point, peer ``scp_exact`` where
   n allows it, else '-'.
 * ``bounds_synth_pt_threads{1,2}``: ``scp_bounds`` (default resolution,
-  rounding "auto") per point on synthetic naive-Bayes data (``synth``) at
+  rounding "auto") per point on synthetic naive-Bayes data (``synthetic_nb``) at
   eps = 0.2, n = 256, 1024, 4096, with one and two numba threads (peer: '-').
   The mean gaps (upper - lower) of the same points follow the table, for
   directed rounding (the method before nearest rounding existed), nearest
   and auto.
 
 Data: random Gaussian deltas (seeded), the synthetic naive Bayes generator
-``synth`` (seeded) and the house-votes set bundled with edgecode
+``_common.synthetic_nb`` (seeded) and the house-votes set bundled with edgecode
 (``edgecode.datasets.load_house_votes``, Laplace naive Bayes margins);
 nothing is read from ../shared.
 """
@@ -53,7 +53,7 @@ import time
 import numba
 import numpy as np
 
-from _common import median_time
+from _common import median_time, synthetic_nb
 
 from edgecode.datasets import load_house_votes
 from edgecode.naive_bayes import BinaryNaiveBayes
@@ -123,17 +123,6 @@ def numpy_mitm(margin, deltas, eps):
         k = np.searchsorted(sb, -(s + sa), side="right")
         out[p] = pa @ cum[k] if s > 0 else pa @ (cum[-1] - cum[k])
     return out
-
-
-def synth(n, t, seed=0):
-    """Synthetic naive Bayes margins and flip effects (n features, t points)."""
-    rng = np.random.default_rng(seed)
-    p0 = rng.beta(1, 3, n)
-    p1 = np.clip(p0 + rng.normal(0, 0.08, n), 0.01, 0.99)
-    y = rng.integers(0, 2, 2000 + t)
-    X = (rng.random((len(y), n)) < np.where(y[:, None] == 1, p1, p0)).astype(np.uint8)
-    nb = BinaryNaiveBayes().fit(X[:2000], y[:2000])
-    return nb.decision_function(X[2000:]), nb.flip_deltas(X[2000:])
 
 
 def with_threads(k, fn):
@@ -297,7 +286,7 @@ def main():
     # ---- bounds per point on synthetic naive Bayes data, 1 and 2 threads
     synth_gaps = []
     for n, t in prof["synth_pts"].items():
-        m, d = synth(n, t)
+        m, d = synthetic_nb(n, t)
         for k in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
             ours = with_threads(k, lambda: timed(lambda: scp_bounds(m, d, 0.2), R)) / t
             row(f"bounds_synth_pt_threads{k}", n, "-", ours)

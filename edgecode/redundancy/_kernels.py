@@ -17,15 +17,21 @@ n SCP evaluations per step of a naive greedy.  Two ways to get all n of them:
 * ``_grid_*`` -- a discretised flip-sum law per point (any n): each flip
   effect rounded to a whole number of cells of a per-point grid of N cells;
   the law kept as its characteristic function at the N/2 + 1 real-FFT
-  frequencies (``_grid_spectrum``, O(n N) per point once), updated after a
-  step by one multiplication per frequency (``_grid_respectrum``), turned
-  into a CDF by a batched inverse FFT (the wrapper) and ``_grid_cdf``, and
-  read by ``_grid_influences``, which removes one feature on the fly with an
-  alternating deconvolution series (a few dozen CDF reads per influence).
-  Updating the CDF itself by deconvolution would be O(N) too, but unstable
-  over many steps: each noise reduction sharpens the law, which multiplies
-  the rounding errors of its high-frequency components; products of
-  characteristic functions keep every component to relative precision.
+  frequencies (``_grid_spectrum``, O(n N) per point once), multiplied by
+  the ratio of a feature's new and old factors after a step
+  (``_grid_step``), and as its CDF, moved in place by the same step
+  (deconvolution and convolution, O(N)) and rebuilt from the spectrum by a
+  batched inverse FFT (the wrapper) and ``_grid_cdf`` before the in-place
+  updates' rounding errors can grow: each noise reduction sharpens the law,
+  which multiplies the errors of its high-frequency part, while products of
+  characteristic functions keep every frequency to relative precision.
+  ``_grid_influences`` removes one feature on the fly with an alternating
+  deconvolution series (about ten CDF reads per influence).
+
+Parallel kernels (``prange`` over points; each point's values depend on that
+point alone, sums over points are added in point order): the three that do
+per-point work at every step or refresh, and the exact engine.  The cheap
+per-call bookkeeping kernels are serial, which keeps compile time down.
 
 Orientation (as in ``edgecode.scp``): with ``sgn = +1`` if ``S > 0`` else -1,
 ``S' = sgn S >= 0`` and ``d'_j = sgn D_j``, the class changes iff
@@ -279,6 +285,41 @@ def _cdf_at(F, x):
 
 
 @njit(**NJIT)
+def _moments(deltas, eps, p, sgn, h):
+    """Range and moments of point p's flip sum over the features that can flip.
+
+    ``h > 0``: of the grid values ``_cell(d, h)``; ``h == 0``: of the real
+    flip effects.  Returns (count, sum of the negative values, of the positive
+    ones, mean of the negative part, of the positive part, variance, largest
+    absolute value).
+    """
+    n = deltas.shape[1]
+    na = 0
+    s_neg = 0.0
+    s_pos = 0.0
+    mu_neg = 0.0
+    mu_pos = 0.0
+    var = 0.0
+    mx = 0.0
+    for j in range(n):
+        d = sgn * deltas[p, j]
+        e = eps[j]
+        if e > 0.0 and d != 0.0:
+            v = float(_cell(d, h)) if h > 0.0 else d
+            na += 1
+            if v > 0.0:
+                s_pos += v
+                mu_pos += e * v
+            else:
+                s_neg += v
+                mu_neg += e * v
+            var += e * (1.0 - e) * v * v
+            if abs(v) > mx:
+                mx = abs(v)
+    return na, s_neg, s_pos, mu_neg, mu_pos, var, mx
+
+
+@njit(**NJIT)
 def _window(deltas, eps, p, sgn, h, log_term):
     """Integer window ``(lo, hi)`` of point p's rounded flip sum at grid step h.
 
@@ -287,35 +328,14 @@ def _window(deltas, eps, p, sgn, h, log_term):
     only between ``sum_{q<0} e q`` and ``sum_{q>0} e q`` as eps decreases and
     the variance only shrinks.
     """
-    n = deltas.shape[1]
-    qs_pos = 0
-    qs_neg = 0
-    qmu_pos = 0.0
-    qmu_neg = 0.0
-    qvar = 0.0
-    qmx = 0.0
-    for j in range(n):
-        d = sgn * deltas[p, j]
-        e = eps[j]
-        if e > 0.0 and d != 0.0:
-            q = _cell(d, h)
-            if q > 0:
-                qs_pos += q
-                qmu_pos += e * q
-            else:
-                qs_neg += q
-                qmu_neg += e * q
-            qf = float(q)
-            qvar += e * (1.0 - e) * qf * qf
-            if abs(qf) > qmx:
-                qmx = abs(qf)
-    wq = _tail_width(qvar, qmx, log_term)
-    lo_c = min(max(qs_neg, np.int64(math.floor(qmu_neg - wq))) - 1, -1)
-    hi_c = max(min(qs_pos, np.int64(math.ceil(qmu_pos + wq))) + 1, 1)
+    _, s_neg, s_pos, mu_neg, mu_pos, var, mx = _moments(deltas, eps, p, sgn, h)
+    wq = _tail_width(var, mx, log_term)
+    lo_c = min(max(np.int64(s_neg), np.int64(math.floor(mu_neg - wq))) - 1, -1)
+    hi_c = max(min(np.int64(s_pos), np.int64(math.ceil(mu_pos + wq))) + 1, 1)
     return lo_c, hi_c
 
 
-@njit(**NJIT_PARALLEL)
+@njit(**NJIT)
 def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out, state_out):
     """Per point: grid step h, window start and threshold position (in cells).
 
@@ -324,42 +344,21 @@ def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out,
     on the grid.  h is chosen so that the point's window (``_window``) fills
     at most ``n_cells`` cells; flip effects are rounded to whole cells.
     """
-    t, n = deltas.shape
-    for p in prange(t):
+    t = deltas.shape[0]
+    for p in range(t):
         s = margin[p]
         sgn = 1.0 if s > 0.0 else -1.0
         tau = -(sgn * s)
-        sum_pos = 0.0
-        sum_neg = 0.0
-        mu_pos = 0.0
-        mu_neg = 0.0
-        var = 0.0
-        mx = 0.0
-        na = 0
-        for j in range(n):
-            d = sgn * deltas[p, j]
-            e = eps[j]
-            if e > 0.0 and d != 0.0:
-                na += 1
-                if d > 0.0:
-                    sum_pos += d
-                    mu_pos += e * d
-                else:
-                    sum_neg += d
-                    mu_neg += e * d
-                var += e * (1.0 - e) * d * d
-                ad = abs(d)
-                if ad > mx:
-                    mx = ad
         h_out[p] = 1.0
         lo_out[p] = 0
         xtau_out[p] = 0.0
         state_out[p] = 0
+        na, s_neg, s_pos, mu_neg, mu_pos, var, mx = _moments(deltas, eps, p, sgn, 0.0)
         if na == 0:
             continue
         wdt = _tail_width(var, mx, log_term)
-        lo_r = max(sum_neg, mu_neg - wdt)
-        hi_r = min(sum_pos, mu_pos + wdt)
+        lo_r = max(s_neg, mu_neg - wdt)
+        hi_r = min(s_pos, mu_pos + wdt)
         if tau < lo_r:
             continue
         if tau >= hi_r:
@@ -395,58 +394,42 @@ def _cpow(z, c):
 
 
 @njit(**NJIT_PARALLEL)
-def _grid_spectrum(margin, deltas, eps, rows, h, lo, roots, phi):
+def _grid_spectrum(lo, rows, keys, levels, n_levels, roots, phi):
     """Characteristic function of each planned point's rounded flip sum.
 
     ``phi[r, k] = roots[(k z0) mod N] prod_j ((1 - e_j) + e_j roots[(k q_j) mod N])``
     for k = 0..N/2, with ``roots[m] = exp(-2 pi i m / N)`` and z0 = -lo the
     cell of a zero sum: the real FFT of the law on the N cells (the window
     holds all but a negligible mass, so the circular wrap is negligible).
-    Features with the same (q_j, e_j) at a point share one factor raised to
-    their count.  Products keep relative precision in every component, which
-    a transform of the law itself would not: a noise reduction later
-    multiplies the small high-frequency components by large factors.
+    ``keys[r]`` lists point ``rows[r]``'s features as sorted codes
+    ``(q_j mod N) * n_levels + level`` (``levels[level]`` = e_j; -1 pads the
+    end), so features with the same (q_j, e_j) come together and share one
+    factor raised to their count.  Products keep relative precision in every
+    component, which a transform of the law itself would not: a noise
+    reduction later multiplies the small high-frequency components by large
+    factors.
     """
     nr = rows.shape[0]
-    n = deltas.shape[1]
     nk = phi.shape[1]
     big_n = roots.shape[0]
+    width = keys.shape[1]
     for r in prange(nr):
-        p = rows[r]
-        sgn = 1.0 if margin[p] > 0.0 else -1.0
-        z0 = -lo[p]
+        z0 = -lo[rows[r]]
         m = 0
         for k in range(nk):
             phi[r, k] = roots[m]
             m += z0
             if m >= big_n:
                 m -= big_n
-        hp = h[p]
-        qv = np.empty(n, np.int64)
-        ev = np.empty(n)
-        key = np.empty(n)
-        na = 0
-        for j in range(n):
-            d = sgn * deltas[p, j]
-            e = eps[j]
-            if e == 0.0 or d == 0.0:
-                continue
-            q = _cell(d, hp) % big_n
-            if q == 0:
-                continue
-            qv[na] = q
-            ev[na] = e
-            key[na] = q + e
-            na += 1
-        order = np.argsort(key[:na])
         a = 0
-        while a < na:
-            q = qv[order[a]]
-            e = ev[order[a]]
+        while a < width and keys[r, a] >= 0:
+            key = keys[r, a]
             b = a + 1
-            while b < na and qv[order[b]] == q and ev[order[b]] == e:
+            while b < width and keys[r, b] == key:
                 b += 1
             count = b - a
+            q = key // n_levels
+            e = levels[key % n_levels]
             keep = 1.0 - e
             m = 0
             for k in range(nk):
@@ -458,34 +441,16 @@ def _grid_spectrum(margin, deltas, eps, rows, h, lo, roots, phi):
             a = b
 
 
-@njit(**NJIT_PARALLEL)
-def _grid_respectrum(margin, deltas, j, e_old, e_new, rows, h, roots, phi):
-    """Feature j's flip probability moves from e_old to e_new: multiply each
-    spectrum by ``((1 - e_new) + e_new w) / ((1 - e_old) + e_old w)``, w the
-    feature's root of unity (|denominator| >= 1 - 2 e_old > 0).  The ratio
-    depends on w alone, so it is tabulated once for the N roots."""
-    nr = rows.shape[0]
-    nk = phi.shape[1]
+@njit(**NJIT)
+def _ratio_table(roots, e_old, e_new):
+    """``((1 - e_new) + e_new w) / ((1 - e_old) + e_old w)`` for every root w
+    (|denominator| >= 1 - 2 e_old > 0)."""
     big_n = roots.shape[0]
     ratio = np.empty(big_n, np.complex128)
     for m in range(big_n):
         w = roots[m]
         ratio[m] = ((1.0 - e_new) + e_new * w) / ((1.0 - e_old) + e_old * w)
-    for r in prange(nr):
-        p = rows[r]
-        sgn = 1.0 if margin[p] > 0.0 else -1.0
-        d = sgn * deltas[p, j]
-        if d == 0.0:
-            continue
-        q = _cell(d, h[p]) % big_n
-        if q == 0:
-            continue
-        m = 0
-        for k in range(nk):
-            phi[r, k] *= ratio[m]
-            m += q
-            if m >= big_n:
-                m -= big_n
+    return ratio
 
 
 @njit(**NJIT)
@@ -499,64 +464,89 @@ def _max_step(F):
     return best
 
 
-@njit(**NJIT_PARALLEL)
-def _grid_shift(margin, deltas, j, e_old, e_new, rows, h, xtau, cdf, change, pmax):
-    """Between resynchronisations: move every CDF from e_old to e_new in place.
+@njit(**NJIT)
+def _shift_cdf(F, q, e_old, e_new):
+    """Move one CDF from ``(1 - e_old) + e_old S^q`` to ``(1 - e_new) + e_new S^q``.
 
     Convolution with ``(1 - e) delta_0 + e delta_q`` acts on a CDF as on a
     law, ``F <- (1 - e) F + e F(. - q)`` (beyond the grid: 0 below, the total
     above).  Its inverse runs ``F_Q(z) = (F(z) - e F_Q(z - q)) / (1 - e)`` away
     from the end where F_Q is known (ascending for q > 0, descending for
-    q < 0), multiplying earlier errors by ``e / (1 - e) < 1`` per term.  One
-    update amplifies errors by at most ``e'/e + (1 - e'/e) / (1 - 2 e)``; the
-    engine resynchronises from the spectra before the product grows large.
+    q < 0), multiplying earlier errors by ``e / (1 - e) < 1`` per term.
+    """
+    w = F.shape[0]
+    total = F[w - 1]
+    if q > 0:
+        if e_old > 0.0:
+            inv = 1.0 / (1.0 - e_old)
+            for z in range(q):
+                F[z] = F[z] * inv
+            for z in range(q, w):
+                F[z] = (F[z] - e_old * F[z - q]) * inv
+        keep = 1.0 - e_new
+        for z in range(w - 1, q - 1, -1):
+            F[z] = keep * F[z] + e_new * F[z - q]
+        for z in range(q - 1, -1, -1):
+            F[z] = keep * F[z]
+    else:
+        aq = -q
+        if e_old > 0.0:
+            inv = 1.0 / (1.0 - e_old)
+            for z in range(w - 1, w - aq - 1, -1):
+                F[z] = (F[z] - e_old * total) * inv
+            for z in range(w - aq - 1, -1, -1):
+                F[z] = (F[z] - e_old * F[z + aq]) * inv
+        keep = 1.0 - e_new
+        for z in range(0, w - aq):
+            F[z] = keep * F[z] + e_new * F[z + aq]
+        for z in range(w - aq, w):
+            F[z] = keep * F[z] + e_new * total
+
+
+@njit(**NJIT_PARALLEL)
+def _grid_step(margin, deltas, j, e_old, e_new, rows, h, xtau, roots, phi, cdf, change, pmax,
+               in_place):
+    """Feature j's flip probability moves from e_old to e_new, at every planned point.
+
+    The spectrum is multiplied by the tabulated ratio of the feature's old and
+    new factors (exact: it keeps relative precision in every frequency).
+    With ``in_place`` the CDF is moved too (``_shift_cdf``, which amplifies
+    earlier rounding errors by at most ``e'/e + (1 - e'/e) / (1 - 2 e)``);
+    otherwise the caller rebuilds the CDFs from the spectra.
     """
     nr = rows.shape[0]
+    nk = phi.shape[1]
+    big_n = roots.shape[0]
+    ratio = _ratio_table(roots, e_old, e_new)
     for r in prange(nr):
         p = rows[r]
         sgn = 1.0 if margin[p] > 0.0 else -1.0
         d = sgn * deltas[p, j]
-        F = cdf[r]
-        w = F.shape[0]
-        if d != 0.0:
-            q = _cell(d, h[p])
-            if q != 0 and abs(q) < w:
-                total = F[w - 1]
-                if q > 0:
-                    if e_old > 0.0:
-                        inv = 1.0 / (1.0 - e_old)
-                        for z in range(q):
-                            F[z] = F[z] * inv
-                        for z in range(q, w):
-                            F[z] = (F[z] - e_old * F[z - q]) * inv
-                    keep = 1.0 - e_new
-                    for z in range(w - 1, q - 1, -1):
-                        F[z] = keep * F[z] + e_new * F[z - q]
-                    for z in range(q - 1, -1, -1):
-                        F[z] = keep * F[z]
-                else:
-                    aq = -q
-                    if e_old > 0.0:
-                        inv = 1.0 / (1.0 - e_old)
-                        for z in range(w - 1, w - aq - 1, -1):
-                            F[z] = (F[z] - e_old * total) * inv
-                        for z in range(w - aq - 1, -1, -1):
-                            F[z] = (F[z] - e_old * F[z + aq]) * inv
-                    keep = 1.0 - e_new
-                    for z in range(0, w - aq):
-                        F[z] = keep * F[z] + e_new * F[z + aq]
-                    for z in range(w - aq, w):
-                        F[z] = keep * F[z] + e_new * total
-                pmax[r] = _max_step(F)
-        change[p] = _cdf_at(F, xtau[p])
+        if d == 0.0:
+            continue
+        q = _cell(d, h[p])
+        qm = q % big_n
+        if qm == 0:
+            continue
+        m = 0
+        for k in range(nk):
+            phi[r, k] *= ratio[m]
+            m += qm
+            if m >= big_n:
+                m -= big_n
+        if in_place and abs(q) < cdf.shape[1]:
+            F = cdf[r]
+            _shift_cdf(F, q, e_old, e_new)
+            pmax[r] = _max_step(F)
+            change[p] = _cdf_at(F, xtau[p])
 
 
-@njit(**NJIT_PARALLEL)
+@njit(**NJIT)
 def _grid_cdf(pmf, rows, xtau, change, pmax):
     """Turn each row's law (from the inverse FFT) into its CDF, in place, and
     read the change probability at the threshold and the largest cell mass."""
     nr = rows.shape[0]
-    for r in prange(nr):
+    for r in range(nr):
         acc = 0.0
         best = 0.0
         row = pmf[r]
@@ -652,16 +642,15 @@ def _grid_influences(margin, deltas, eps, feats, rows, h, xtau, cdf, pmax, tol, 
                                                   rtol)
 
 
-@njit(**NJIT_PARALLEL)
+@njit(**NJIT)
 def _column_sums(values, total, pos, neg):
     """Per column of ``values`` (points x features): the sum, the sum of the
     positive entries and of the negated negative ones (from the sum and the
     sum of absolute values), each added in point order: the same result for
-    any thread count.  Blocks of columns run in parallel; each block reads
-    the rows contiguously."""
+    any thread count.  Blocks of columns read the rows contiguously.""" 
     t, nf = values.shape
     block = 64
-    for b in prange((nf + block - 1) // block):
+    for b in range((nf + block - 1) // block):
         k0 = b * block
         width = min(nf, k0 + block) - k0
         acc = np.zeros(width)

@@ -33,7 +33,7 @@ from .._config import (PLAN_EXACT_LIMIT, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESO
                        PLAN_SERIES_TOL)
 from .._validation import check_eps, check_int, check_margin_deltas
 from ._kernels import (_column_sums, _exact_influences, _grid_cdf, _grid_influences,
-                       _grid_respectrum, _grid_setup, _grid_shift, _grid_spectrum)
+                       _grid_setup, _grid_spectrum, _grid_step)
 
 __all__ = ["influences", "Influences", "INFLUENCE_METHODS"]
 
@@ -144,10 +144,28 @@ class GridEngine:
         self.change = np.where(state == 2, 1.0, 0.0)
         self.roots = np.exp(-2j * np.pi * np.arange(n_cells) / n_cells)
         self.phi = np.empty((self.n_active, n_cells // 2 + 1), np.complex128)
-        if self.n_active:
-            _grid_spectrum(margin, deltas, self.eps, self.rows, self.h, self.lo, self.roots,
-                           self.phi)
+        for a in range(0, self.n_active, 256):   # bounded temporaries: 256 points at a time
+            rows = self.rows[a:a + 256]
+            keys, levels = self._group_keys(rows)
+            _grid_spectrum(self.lo, rows, keys, levels, len(levels), self.roots,
+                           self.phi[a:a + 256])
         self._rebuild()
+
+    def _group_keys(self, rows):
+        """Sorted codes ``(q mod N) * L + level`` of the features that move each point's sum.
+
+        ``q = floor(d' / h + 1/2)`` exactly as the kernels' ``_cell`` computes
+        it (the same float operations); -1 marks features that cannot move it.
+        """
+        levels, level = np.unique(self.eps, return_inverse=True)
+        sgn = np.where(self.margin[rows] > 0, 1.0, -1.0)
+        d = sgn[:, None] * self.deltas[rows]
+        q = np.floor(d / self.h[rows, None] + 0.5).astype(np.int64) % self.n_cells
+        live = (d != 0) & (self.eps > 0)[None, :] & (q != 0)
+        keys = np.where(live, q * len(levels) + level[None, :], np.int64(2) ** 62)
+        keys.sort(axis=1)
+        keys[keys == 2 ** 62] = -1
+        return np.ascontiguousarray(keys), levels
 
     @property
     def cells(self):
@@ -189,17 +207,17 @@ class GridEngine:
     def step(self, j, e_new):
         e_old = float(self.eps[j])
         if self.n_active:
-            _grid_respectrum(self.margin, self.deltas, int(j), e_old, float(e_new),
-                             self.rows, self.h, self.roots, self.phi)
             # worst-case error amplification of an in-place update of the CDFs
             kappa = 1.0 if e_old == 0.0 else \
                 e_new / e_old + (1.0 - e_new / e_old) / (1.0 - 2.0 * e_old)
-            if self._amplification * kappa <= PLAN_RESYNC_AMPLIFICATION:
+            in_place = self._amplification * kappa <= PLAN_RESYNC_AMPLIFICATION
+            _grid_step(self.margin, self.deltas, int(j), e_old, float(e_new), self.rows, self.h,
+                       self.xtau, self.roots, self.phi, self.cdf, self.change, self.pmax,
+                       in_place)
+            self.eps[j] = e_new
+            if in_place:
                 self._amplification *= kappa
-                _grid_shift(self.margin, self.deltas, int(j), e_old, float(e_new), self.rows,
-                            self.h, self.xtau, self.cdf, self.change, self.pmax)
             else:
-                self.eps[j] = e_new
                 self._rebuild()
         self.eps[j] = e_new
 
