@@ -17,7 +17,10 @@ eps = 0.2, a budget of n units (2n bits).  For each n, in one process:
 * ``ratio`` = peer_s / edgecode_s (< 1: the peer is faster);
 * plan quality by an independent numpy Monte Carlo (4000 flip patterns per
   point, same draws for every plan): mean 1-SCP of the uniform split, of the
-  peer's plan and of edgecode's; ``gain_*`` = uniform / planned 1-SCP;
+  peer's plan and of edgecode's; where the change rates are too small for
+  the Monte Carlo, the certified interval of both plans (``cert_*``,
+  ``peer_cert_*``) and both plans' 1-SCP on one fine grid (8192 cells,
+  ``fine_grid_*``); ``gain_*`` = uniform / planned 1-SCP on that fine grid;
 * ``alg2_s``: Algorithm 2 as written (every candidate scored by a full SCP
   evaluation, exact up to 20 features, the certified bound above), timed on
   one step and multiplied by the number of steps (n <= 64 only);
@@ -25,9 +28,10 @@ eps = 0.2, a budget of n units (2n bits).  For each n, in one process:
 
 ``--real`` runs ``edgecode plan`` end to end (the command line, in process) on
 the DNA set (180 features, all 3186 points, class "n" against the rest,
-budget 60 bits) and the movie-review set (1000 word features, fitted on the
-train split, planned on its 250 test points, R = 1), both read from
-``../shared/datasets/``, and compares the planned ratio with the peer's.
+budget 60 bits at eps 0.2, and R = 1 at eps 0.01) and the movie-review set
+(1000 word features, fitted on the train split, planned on its 250 test
+points, R = 1, eps 0.2), both read from ``../shared/datasets/``, and compares
+the plans with the peer's (Monte Carlo and certified intervals of both).
 
 ``--compile`` measures the planner's numba compile time in a child process
 with an empty cache.
@@ -52,6 +56,7 @@ from edgecode.naive_bayes import BinaryNaiveBayes
 from edgecode.redundancy import (allocate_greedy, allocate_uniform, certify_plan,
                                  repetition_error)
 from edgecode.redundancy.greedy import SCP_METHODS, _greedy_by_evaluation
+from edgecode.redundancy.influence import GridEngine
 
 PROFILES = {"fast": [16, 32, 64, 128, 256, 512, 1024],
             "full": [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]}
@@ -114,22 +119,32 @@ def scale_table(sizes, t=500, eps=0.2, trials=4000):
             _greedy_by_evaluation(margin, deltas, e, 1, None, SCP_METHODS[name], {})
             alg2 = f"{(time.perf_counter() - t0) * n:.3g}"
         uni = repetition_error(e, allocate_uniform(n, 2 * n))
+        eff_peer = repetition_error(e, r_peer)
         mc_u, ci = monte_carlo_change(margin, deltas, uni, trials, 1)
-        mc_p, _ = monte_carlo_change(margin, deltas, repetition_error(e, r_peer), trials, 1)
+        mc_p, _ = monte_carlo_change(margin, deltas, eff_peer, trials, 1)
         mc_o, _ = monte_carlo_change(margin, deltas, plan.effective_eps, trials, 1)
+        # deterministic comparison where the Monte Carlo cannot resolve small
+        # change rates: both plans on the same fine grid (8192 cells), and the
+        # peer's plan certified like ours
+        fine_u = GridEngine(margin, deltas, uni, 8192).change.mean()
+        fine_p = GridEngine(margin, deltas, eff_peer, 8192).change.mean()
+        fine_o = GridEngine(margin, deltas, plan.effective_eps, 8192).change.mean()
+        lo_p, up_p, _ = certify_plan(margin, deltas, eff_peer)
         st = plan.stats
         cells = st.get("grid_cells", 0)
         mem_mb = (cells * 8 * 2 + t * n * 8) / 2 ** 20   # CDFs + spectra (complex, half) + deltas
         rows.append([n, t, plan.method, f"{peer:.3g}", f"{ours:.3g}", f"{peer / ours:.3g}",
                      f"{cert:.3g}", alg2, f"{mc_u:.4e}", f"{mc_p:.4e}", f"{mc_o:.4e}",
-                     f"{ci:.1e}", f"{mc_u / mc_p:.3f}", f"{mc_u / mc_o:.3f}",
-                     f"{1 - up:.4e}", f"{1 - lo:.4e}", how,
+                     f"{ci:.1e}", f"{fine_u / fine_p:.3f}", f"{fine_u / fine_o:.3f}",
+                     f"{1 - up:.4e}", f"{1 - lo:.4e}", how, f"{1 - up_p:.4e}",
+                     f"{1 - lo_p:.4e}", f"{fine_p:.4e}", f"{fine_o:.4e}",
                      f"{st['influence_columns'] / st['eager_columns']:.2f}", f"{mem_mb:.0f}"])
         times.append((n, ours))
         print(";".join(str(v) for v in rows[-1]), file=sys.stderr, flush=True)
     print_table(["n", "t", "method", "peer_s", "edgecode_s", "ratio", "certify_s", "alg2_s",
                  "mc_1-SCP_uniform", "mc_1-SCP_peer", "mc_1-SCP_edgecode", "mc_ci99",
                  "gain_peer", "gain_edgecode", "cert_1-SCP_lo", "cert_1-SCP_hi", "certified_by",
+                 "peer_cert_lo", "peer_cert_hi", "fine_grid_peer", "fine_grid_edgecode",
                  "lazy_fraction", "state_MiB"], rows)
     big = [(n, s) for n, s in times if n >= 256]
     if len(big) >= 2:
@@ -147,6 +162,8 @@ def real_data():
                  "--budget", "60"]),
         ("moviereview", [str(SHARED / "moviereview_binary.csv.gz"), "--ignore", "file",
                          "--eps", "0.2", "--R", "1"]),
+        ("dna_eps0.01", [str(SHARED / "dna_statlog.csv.gz"), "--positive", "n", "--eps",
+                         "0.01", "--R", "1"]),
     ]
     from edgecode import datasets
     rows = []
@@ -161,31 +178,37 @@ def real_data():
         assert code == 0, text
         ratio_line = [ln for ln in text.splitlines() if ln.startswith("ratio")][0]
         # the peer on the same planning points
-        opts = {"positive": "n"} if name == "dna" else {"ignore": ["file"]}
+        opts = {"positive": "n"} if name.startswith("dna") else {"ignore": ["file"]}
         d = datasets.load(argv[0], **opts)
         fit, pl = (d, d) if d.split is None else (d.subset("train"), d.subset("test"))
         nb = BinaryNaiveBayes().fit(fit.X, fit.y)
         m, D = nb.decision_function(pl.X), nb.flip_deltas(pl.X)
         n = D.shape[1]
         units = 30 if name == "dna" else n
-        e = np.full(n, 0.2)
+        eps = float(argv[argv.index("--eps") + 1])
+        e = np.full(n, eps)
         t0 = time.perf_counter()
         r_peer = normal_greedy(m, D, e, units)
         peer = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ours = allocate_greedy(m, D, 0.2, 2 * units, certify=False)
+        ours = allocate_greedy(m, D, eps, 2 * units, certify=False)
         plan_s = time.perf_counter() - t0
         ref = repetition_error(e, allocate_uniform(n, 2 * units)) if 2 * units >= 2 * n \
             else e
         mc_ref, ci = monte_carlo_change(m, D, ref, 4000, 2)
         mc_p, _ = monte_carlo_change(m, D, repetition_error(e, r_peer), 4000, 2)
         mc_o, _ = monte_carlo_change(m, D, ours.effective_eps, 4000, 2)
+        lo_p, up_p, _ = certify_plan(m, D, repetition_error(e, r_peer))
+        lo_o, up_o, _ = certify_plan(m, D, ours.effective_eps)
         rows.append([name, n, len(m), f"{wall:.1f}", f"{peer:.3g}", f"{plan_s:.3g}",
                      f"{mc_ref:.4e}", f"{mc_p:.4e}", f"{mc_o:.4e}", f"{ci:.1e}",
-                     f"{mc_ref / mc_p:.3f}", f"{mc_ref / mc_o:.3f}", ratio_line])
+                     f"[{1 - up_p:.4e},{1 - lo_p:.4e}]", f"[{1 - up_o:.4e},{1 - lo_o:.4e}]",
+                     f"{mc_ref / max(mc_p, 1e-300):.3f}", f"{mc_ref / max(mc_o, 1e-300):.3f}",
+                     ratio_line])
     print_table(["data", "n", "t", "cli_wall_s", "peer_s", "edgecode_plan_s",
                  "mc_1-SCP_reference", "mc_1-SCP_peer", "mc_1-SCP_edgecode", "mc_ci99",
-                 "gain_peer", "gain_edgecode", "cli_ratio_line"], rows)
+                 "cert_1-SCP_peer", "cert_1-SCP_edgecode", "gain_peer", "gain_edgecode",
+                 "cli_ratio_line"], rows)
 
 
 _COMPILE_PROBE = """

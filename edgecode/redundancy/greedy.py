@@ -267,7 +267,7 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
           discretisation, else ``grid``.  ``Allocation.method`` says which.
     progress : callable or None
         Called as ``progress(step, n_steps, feature, mean_scp)`` after each step.
-    resolution : int, default=PLAN_GRID_RESOLUTION (4096)
+    resolution : int, default=PLAN_GRID_RESOLUTION (2048)
         Grid cells per point (``grid`` only).
     certify : bool, default=True
         Compute a certified interval for the plan's mean SCP

@@ -257,7 +257,7 @@ def influences(margin, deltas, eps, method="auto", resolution=PLAN_GRID_RESOLUTI
         ``exact`` (meet in the middle, n <= PLAN_EXACT_LIMIT = 30),
         ``grid`` (discretised, any n); ``auto`` is exact up to
         ``PLAN_EXACT_MAX_FEATURES`` (20) features, grid above.
-    resolution : int, default=PLAN_GRID_RESOLUTION (4096)
+    resolution : int, default=PLAN_GRID_RESOLUTION (2048)
         Grid cells per point across the range where the flip sum can carry
         probability (grid method only).
 

@@ -410,7 +410,7 @@ def register(sub):
         description="Fit binary naive Bayes, then spend a redundancy budget greedily (seed 000, "
         "Algorithm 2) where it raises the mean same-classification probability (SCP) the most; "
         "print none / uniform / greedy with certified 1-SCP figures.")
-    pl.add_argument("data", help="bundled dataset name (house_votes, nltcs) or a CSV path "
+    pl.add_argument("data", help="bundled dataset name (house_votes, nltcs, dna) or a CSV path "
                     "(.csv or .csv.gz: binary 0/1 columns, a 'class' column, optional 'split')")
     pl.add_argument("--eps", required=True, help="channel flip probability: one number or "
                     "a comma list, one per feature")
