@@ -14,6 +14,10 @@ NJIT = {"cache": True, "fastmath": False}
 #: so results are identical for any thread count (``numba.set_num_threads``).
 NJIT_PARALLEL = {**NJIT, "parallel": True}
 
+#: Flags of the kernels that ``edgecode._parallel.run_chunks`` runs on several
+#: threads at once: serial code over a range of items, releasing the GIL.
+NJIT_NOGIL = {**NJIT, "nogil": True}
+
 #: Largest feature count ``scp_exact`` accepts: meet in the middle keeps five
 #: float64 buffers of ``2**ceil(n/2)`` entries (sums, probabilities, merge
 #: scratch, prefix masses), i.e. 5 * 2**24 * 8 bytes = 640 MiB at n = 48.
@@ -143,15 +147,15 @@ ECOC_DECODING_MAX_WORDS = 2 ** 22
 ECOC_DECODING_CACHE_BLOCK = 2 ** 15
 
 #: ``edgecode.scp``: ``scp_exact`` and ``scp_bounds`` cut the points of a call
-#: into at most this many fixed, contiguous chunks and run the chunks in
-#: parallel (``prange``, ``NJIT_PARALLEL``); each chunk allocates its own
-#: buffers.  A point's result depends on that point alone, so the output is
-#: identical for any thread count (``numba.set_num_threads``).
+#: into at most this many fixed, contiguous chunks and run the chunks on as
+#: many threads as numba's thread count (``edgecode._parallel.run_chunks``); each
+#: chunk allocates its own buffers.  A point's result depends on that point
+#: alone, so the output is identical for any thread count.
 SCP_PARALLEL_CHUNKS = 64
 
 #: ``edgecode.scp``: the chunk count is also capped so that all chunks'
 #: buffers together stay below about this many bytes (never below one chunk):
-#: with large buffers fewer chunks run at once.  ``scp_exact`` needs about
+#: with large buffers fewer chunks are cut.  ``scp_exact`` needs about
 #: ``5 * 8 * 2**ceil(n/2)`` bytes per chunk (640 MiB at n = 48: one chunk),
 #: ``scp_bounds`` about ``32 * resolution`` (1 MiB at the default).
 SCP_PARALLEL_MAX_BYTES = 2 ** 30
@@ -163,8 +167,7 @@ SCP_BOUNDS_GAMMA = 2.0 ** -40
 
 #: ``edgecode.scp``: each chunk of points gets at least about this many
 #: estimated elementary steps (about 1 ns each: ``t * 2**ceil(n/2) * (n + 4)``
-#: in all for ``scp_exact``, ``t * n * min(resolution, 2**n)`` for
-#: ``scp_bounds``); a call with less than twice this runs on the calling
-#: thread, without starting a parallel region (whose launch costs ~10 us on
-#: idle cores, milliseconds when they are busy with other processes).
-SCP_PARALLEL_MIN_WORK = 2 ** 17
+#: for ``scp_exact``, ``t * n * min(resolution, 2**n)`` for ``scp_bounds``),
+#: about a millisecond, so that handing a chunk to a thread (tens of
+#: microseconds) stays a small share; smaller calls run on the calling thread.
+SCP_PARALLEL_MIN_WORK = 2 ** 20

@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._parallel import run_chunks
 from .._config import (PLAN_EXACT_LIMIT, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESOLUTION,
                        PLAN_GRID_TAIL, PLAN_RESYNC_AMPLIFICATION, PLAN_SERIES_RTOL,
                        PLAN_SERIES_TOL)
@@ -67,7 +68,8 @@ class ExactEngine:
 
     def _all(self):
         infl = np.empty((self.t, self.n))
-        _exact_influences(self.margin, self.deltas, self.eps, infl, self.change)
+        run_chunks(_exact_influences, self.t, self.margin, self.deltas, self.eps, infl,
+                   self.change)
         self._infl = infl
         self._own = infl.copy()
 
@@ -147,8 +149,8 @@ class GridEngine:
         for a in range(0, self.n_active, 256):   # bounded temporaries: 256 points at a time
             rows = self.rows[a:a + 256]
             keys, levels = self._group_keys(rows)
-            _grid_spectrum(self.lo, rows, keys, levels, len(levels), self.roots,
-                           self.phi[a:a + 256])
+            run_chunks(_grid_spectrum, len(rows), self.lo, rows, keys, levels, len(levels),
+                       self.roots, self.phi[a:a + 256])
         self._rebuild()
 
     def _group_keys(self, rows):
@@ -195,9 +197,9 @@ class GridEngine:
         feats = np.ascontiguousarray(feats, dtype=np.int64)
         out = np.empty((self.n_active, feats.shape[0]))
         if self.n_active:
-            _grid_influences(self.margin, self.deltas, self.eps, feats, self.rows, self.h,
-                             self.xtau, self.cdf, self.pmax, PLAN_SERIES_TOL, PLAN_SERIES_RTOL,
-                             out)
+            run_chunks(_grid_influences, self.n_active, self.margin, self.deltas, self.eps, feats,
+                       self.rows, self.h, self.xtau, self.cdf, self.pmax, PLAN_SERIES_TOL,
+                       PLAN_SERIES_RTOL, out)
         return out
 
     def evaluate(self, feats):
@@ -211,9 +213,10 @@ class GridEngine:
             kappa = 1.0 if e_old == 0.0 else \
                 e_new / e_old + (1.0 - e_new / e_old) / (1.0 - 2.0 * e_old)
             in_place = self._amplification * kappa <= PLAN_RESYNC_AMPLIFICATION
-            _grid_step(self.margin, self.deltas, int(j), e_old, float(e_new), self.rows, self.h,
-                       self.xtau, self.roots, self.phi, self.cdf, self.change, self.pmax,
-                       in_place)
+            ratio = ((1.0 - e_new) + e_new * self.roots) / ((1.0 - e_old) + e_old * self.roots)
+            run_chunks(_grid_step, self.n_active, self.margin, self.deltas, int(j), e_old,
+                       float(e_new), self.rows, self.h, self.xtau, ratio, self.phi, self.cdf,
+                       self.change, self.pmax, in_place)
             self.eps[j] = e_new
             if in_place:
                 self._amplification *= kappa

@@ -40,8 +40,8 @@ from .._config import (SCP_APPROX_MAX_CELLS, SCP_APPROX_TAIL, SCP_BOUNDS_BERNSTE
                        SCP_PARALLEL_MAX_BYTES, SCP_PARALLEL_MIN_WORK)
 from .._stats import wilson_interval
 from .._validation import check_eps, check_int, check_margin_deltas
-from ._kernels import (_bounds_chunk, _exact_chunk, _exact_keys, _scp_approx_change,
-                       _scp_bounds, _scp_exact_change)
+from .._parallel import run_chunks, split
+from ._kernels import _bounds_chunk, _exact_chunk, _exact_keys, _scp_approx_change
 
 __all__ = ["scp_exact", "scp_approx", "scp_bounds", "scp_monte_carlo", "MonteCarloSCP"]
 
@@ -59,11 +59,11 @@ def _check_bool(value, name):
 
 
 def _n_chunks(t, chunk_bytes, work):
-    """Number of point chunks for a parallel kernel.
+    """Number of point chunks for the threads of ``run_chunks``.
 
     Fixed by the problem alone (never by the thread count): each chunk gets
-    about SCP_PARALLEL_MIN_WORK estimated steps or more (so 1 chunk, run by
-    the caller without a parallel region, below twice that), at most
+    about SCP_PARALLEL_MIN_WORK estimated steps or more (so 1 chunk, run on
+    the calling thread, below twice that), at most
     SCP_PARALLEL_CHUNKS chunks, and few enough that all chunks' buffers fit in
     about SCP_PARALLEL_MAX_BYTES.
     """
@@ -127,9 +127,9 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
     Reuse follows an exact comparison of the inputs, so it changes no bit of
     the output.
 
-    Points are processed in parallel (numba ``prange``; the thread count is
-    numba's, see ``numba.set_num_threads``): they are cut into a fixed number
-    of contiguous chunks, each with its own buffers: at most
+    Points are processed in parallel (threads running the GIL-free kernel;
+    the thread count is numba's, see ``numba.set_num_threads``): they are cut
+    into a fixed number of contiguous chunks, each with its own buffers: at most
     ``SCP_PARALLEL_CHUNKS``, each with at least ``SCP_PARALLEL_MIN_WORK``
     estimated steps (smaller calls run on the calling thread), and fewer when
     the buffers of all chunks would exceed ``SCP_PARALLEL_MAX_BYTES`` (one at
@@ -172,10 +172,7 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
         keys = np.empty(t, np.uint64)
         _exact_keys(margin, deltas.view(np.uint64), eps, keys)
         order = np.argsort(keys, kind="stable")        # equal halves side by side
-        if n_chunks == 1:
-            _exact_chunk(margin, deltas, eps, order, 0, t, out)
-        else:
-            _scp_exact_change(margin, deltas, eps, order, n_chunks, out)
+        run_chunks(_exact_chunk, split(t, n_chunks), margin, deltas, eps, order, out)
     np.clip(out, 0.0, 1.0, out=out)
     return out if return_change else 1.0 - out
 
@@ -372,9 +369,9 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, roundin
     float error, and the final ``1 - x`` is rounded outward, so the bounds
     hold for the real-arithmetic SCP and for any float evaluation of it.
 
-    Points are processed in parallel (numba ``prange``), cut into a fixed
-    number of chunks as in :func:`scp_exact` (small calls run on the calling
-    thread): the bounds are identical, bit for bit, for any thread count.
+    Points are processed in parallel (threads), cut into a fixed number of
+    chunks as in :func:`scp_exact` (small calls run on the calling thread):
+    the bounds are identical, bit for bit, for any thread count.
 
     Examples
     --------
@@ -407,10 +404,7 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, roundin
                              t * n * min(resolution, 2 ** min(n, 40)))
         args = (margin, deltas, eps, resolution, SCP_BOUNDS_BERNSTEIN, SCP_BOUNDS_TRIM,
                 SCP_BOUNDS_GAMMA, _ROUNDING[rounding])
-        if n_chunks == 1:
-            _bounds_chunk(*args, 0, t, lower, upper, states, method)
-        else:
-            _scp_bounds(*args, n_chunks, lower, upper, states, method)
+        run_chunks(_bounds_chunk, split(t, n_chunks), *args, lower, upper, states, method)
     return lower, upper
 
 

@@ -2,16 +2,17 @@
 
 Three kernels, one job each, all batched over the t points of a call:
 
-* ``_scp_exact_change``   -- meet in the middle, fills the change probability.
+* ``_exact_chunk``        -- meet in the middle, fills the change probability.
 * ``_scp_approx_change``  -- the seed's Algorithm 1 (buckets, G(y, z), shift,
   hybrid), fills the approximate change probability.
-* ``_scp_bounds``         -- certified integer-grid dynamic programme, fills the
+* ``_bounds_chunk``       -- certified integer-grid dynamic programme, fills the
   lower and upper SCP bounds.
 
-The exact and the bounds kernels run ``prange`` over a fixed number of chunks
-of points (``NJIT_PARALLEL``); each chunk is one call of a serial kernel
-(``_exact_chunk``, ``_bounds_chunk``) that allocates its own buffers, and the
-wrappers call that serial kernel directly for small problems.  The exact
+The exact and the bounds kernels work on a range of points, allocate their
+own buffers and release the GIL (``NJIT_NOGIL``): the wrappers cut the points
+into a fixed number of chunks and run them on threads
+(``edgecode._parallel.run_chunks``), or call the kernel once for small
+problems.  The exact
 kernel visits the points in the order of ``_exact_keys`` (equal halves side
 by side) and reuses a half's sorted subset sums after an exact comparison of
 its inputs.  A point's result depends on that point alone, so every output is
@@ -32,9 +33,9 @@ set: ``S' + sum_E D' <= 0`` (S > 0) or ``< 0`` (S <= 0, "strict").
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from .._config import NJIT, NJIT_PARALLEL
+from .._config import NJIT, NJIT_NOGIL
 
 _U = 2.0 ** -53  # unit roundoff of float64
 
@@ -188,8 +189,8 @@ def _save_half(idx, vals, lo, hi, saved_idx, saved_vals):
     return hi - lo
 
 
-@njit(**NJIT)
-def _exact_chunk(margin, deltas, eps, order, lo, hi, out):
+@njit(**NJIT_NOGIL)
+def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     """Meet in the middle for the points order[lo:hi] (one chunk, its own
     buffers).
 
@@ -299,23 +300,6 @@ def _exact_chunk(margin, deltas, eps, order, lo, hi, out):
         prev_s = s
         prev_strict = strict
         out[p] = prev_out
-
-
-@njit(**NJIT_PARALLEL)
-def _scp_exact_change(margin, deltas, eps, order, n_chunks, out):
-    """Exact change probability 1 - SCP of every point, by meet in the middle.
-
-    ``out[p]`` receives the probability mass of the flip sets that change the
-    class of point p; O(2**(n/2) n) per point.  The visiting ``order`` (sorted
-    :func:`_exact_keys`) is cut into ``n_chunks`` fixed contiguous chunks run
-    in parallel (``prange``), each with its own buffers; a point's result
-    depends on that point alone, so the output is identical for any thread
-    count and any chunking.
-    """
-    t = margin.shape[0]
-    for c in prange(n_chunks):
-        _exact_chunk(margin, deltas, eps, order, c * t // n_chunks, (c + 1) * t // n_chunks,
-                     out)
 
 
 # --------------------------------------------------------------------------
@@ -721,9 +705,9 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
     return res, buf, max_width
 
 
-@njit(**NJIT)
-def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, lo, hi,
-                  lower, upper, states, method):
+@njit(**NJIT_NOGIL)
+def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, lower, upper,
+                  states, method, lo, hi):
     """Certified bounds lower <= SCP <= upper for the points lo..hi-1.
 
     Grid: h is the largest power of two <= span / resolution, with span the
@@ -904,18 +888,3 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
             lo_b, up_c = p2, p1
         lower[p] = max(0.0, np.nextafter(lo_b, -np.inf)) if lo_b > 0.0 else 0.0
         upper[p] = min(1.0, np.nextafter(1.0 - up_c, np.inf))
-
-
-@njit(**NJIT_PARALLEL)
-def _scp_bounds(margin, deltas, eps, resolution, beta, trim, gamma, rounding, n_chunks,
-                lower, upper, states, method):
-    """Certified bounds lower <= SCP <= upper for every point (see
-    :func:`_bounds_chunk`).  The points are cut into ``n_chunks`` fixed
-    contiguous chunks run in parallel (``prange``), each with its own buffers;
-    a point's bounds depend on that point alone, so the output is identical
-    for any thread count."""
-    t = margin.shape[0]
-    for c in prange(n_chunks):
-        _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding,
-                      c * t // n_chunks, (c + 1) * t // n_chunks, lower, upper, states,
-                      method)
