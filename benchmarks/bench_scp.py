@@ -145,13 +145,13 @@ for f in (scp_exact, scp_approx, scp_bounds):
     t0 = time.perf_counter()
     f(m, d, 0.1)
     print(f"# {f.__name__}: {time.perf_counter() - t0:.3f}")
-# large calls run the parallel drivers (compiled on their first large call)
+# large calls run the threaded chunk kernels (several points per call)
 rng = np.random.default_rng(0)
 m, d = rng.normal(size=64), rng.normal(size=(64, 16))
 for f in (scp_exact, scp_bounds):
     t0 = time.perf_counter()
     f(m, d, 0.1)
-    print(f"# {f.__name__} (parallel driver, first large call): "
+    print(f"# {f.__name__} (threaded, first large call): "
           f"{time.perf_counter() - t0:.3f}")
 """
 

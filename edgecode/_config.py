@@ -9,11 +9,6 @@ decides caching and fastmath; no kernel hardcodes them.
 #: as their slow references.
 NJIT = {"cache": True, "fastmath": False}
 
-#: The same flags for the few kernels that run ``prange`` over independent
-#: items (points of a batch).  Each item's result depends on that item alone,
-#: so results are identical for any thread count (``numba.set_num_threads``).
-NJIT_PARALLEL = {**NJIT, "parallel": True}
-
 #: Flags of the kernels that ``edgecode._parallel.run_chunks`` runs on several
 #: threads at once: serial code over a range of items, releasing the GIL.
 NJIT_NOGIL = {**NJIT, "nogil": True}
