@@ -17,7 +17,7 @@ ECOC on pendigits (read from ``../shared/datasets/pendigits.csv.gz`` as
 EDGECODE_SHARED_DATA; official split, the 3498 test points are campaigned):
 decision trees (scikit-learn defaults, random_state 0) on a 20-column binary
 ``dense_random`` code and a 20-column N = 3 ``nary`` code, exported to the
-device runtime and wrapped in ``firmware_sim.campaign.ECOCOutputs``; a BSC of
+device runtime and campaigned at ``site="intermediate"``; a BSC of
 eps = 0.1 on the learner outputs (N = 3: an event replaces the symbol by a
 uniformly random other one). The peer computes the clean learner outputs once
 with the same device, then per batch of trials draws the output errors with
@@ -47,7 +47,7 @@ from edgecode.datasets import load_house_votes  # noqa: E402
 from edgecode.naive_bayes import BinaryNaiveBayes  # noqa: E402
 from edgecode.redundancy import allocate_greedy  # noqa: E402
 from export.naive_bayes import quantize_naive_bayes  # noqa: E402
-from firmware_sim.campaign import ECOCOutputs, run_campaign  # noqa: E402
+from firmware_sim.campaign import run_campaign  # noqa: E402
 from firmware_sim.faults import BSC, GilbertElliott  # noqa: E402
 from firmware_sim.naive_bayes import ProtectedNBDevice  # noqa: E402
 
@@ -206,14 +206,16 @@ def _ecoc_rows(args):
     rows = []
     for name, dev in devs.items():
         q = dev.quantize(Xte)
-        a = ECOCOutputs(dev)
-        ours = run_campaign(a, q, BSC(0.1), n_trials=T, seed=0).points[0].same_rate
+        a = dev
+        ours = run_campaign(a, Xte, BSC(0.1), n_trials=T, random_state=0,
+                            site="intermediate").points[0].same_rate
         peer = numpy_campaign_ecoc(dev, q, 0.1, T, 1).sum() / (len(q) * T)
         print(f"# {name} (N={dev.n_symbols}): same-classification rate at eps 0.1: "
               f"edgecode {ours:.5f}, numpy {peer:.5f}")
         t_peer = median_time(lambda: numpy_campaign_ecoc(dev, q, 0.1, T, 0),
                              repeats=args.repeats, warmup=1)
-        t_ours = median_time(lambda: run_campaign(a, q, BSC(0.1), n_trials=T, seed=0),
+        t_ours = median_time(lambda: run_campaign(a, Xte, BSC(0.1), n_trials=T, random_state=0,
+                                                  site="intermediate"),
                              repeats=args.repeats, warmup=1)
         rows.append([f"ecoc_pendigits_{name}_trees_bsc_eps0.1", len(q) * T, t_peer, t_ours,
                      t_peer / t_ours])
@@ -230,18 +232,18 @@ def _nb_rows(args):
     for eps in (0.01, 0.1):
         tasks.append((f"protected_nb_house_votes_bsc_eps{eps:g}", T,
                       lambda e=eps: numpy_campaign_bsc(dev, X, e, T, 0),
-                      lambda e=eps: run_campaign(dev, X, BSC(e), n_trials=T, seed=0)))
+                      lambda e=eps: run_campaign(dev, X, BSC(e), n_trials=T, random_state=0)))
     ge = GilbertElliott.from_flip_rate(0.1, 4.0)
     tasks.append(("protected_nb_house_votes_burst_rate0.1_len4", T,
                   lambda: numpy_campaign_burst(dev, X, ge, T, 0),
-                  lambda: run_campaign(dev, X, ge, n_trials=T, seed=0)))
+                  lambda: run_campaign(dev, X, ge, n_trials=T, random_state=0)))
     small = max(50, T // 10)
     tasks.append(("protected_nb_house_votes_bsc_eps0.1_vs_per_trial_loop", small,
                   lambda: numpy_campaign_per_trial(dev, X, 0.1, small, 0),
-                  lambda: run_campaign(dev, X, BSC(0.1), n_trials=small, seed=0)))
+                  lambda: run_campaign(dev, X, BSC(0.1), n_trials=small, random_state=0)))
     # agreement of the implementations (different draws, same law)
     n = len(X) * T
-    ours = run_campaign(dev, X, BSC(0.1), n_trials=T, seed=0).points[0].same_rate
+    ours = run_campaign(dev, X, BSC(0.1), n_trials=T, random_state=0).points[0].same_rate
     peer = numpy_campaign_bsc(dev, X, 0.1, T, 1).sum() / n
     print(f"# same-classification rate at eps 0.1: edgecode {ours:.5f}, numpy {peer:.5f}")
     rows = []
@@ -256,7 +258,7 @@ _FIRST_CALLS = """
 import time
 import numpy as np
 t0 = time.perf_counter()
-from firmware_sim.campaign import ECOCOutputs, run_campaign
+from firmware_sim.campaign import run_campaign
 from firmware_sim.ecoc import ECOCDevice, make_ecoc_arrays
 from firmware_sim.artifact import read_container, write_container
 from firmware_sim.faults import BSC, GilbertElliott
@@ -273,8 +275,8 @@ def ecoc(code):
     arr = make_ecoc_arrays(code, cls, [n] * m, [0.0], [0],
                            linear={"weights": np.arange(1, k * m + 1)[None, :],
                                    "bias": np.zeros(k * m, int), "n_out": [k] * m})
-    return ECOCOutputs(ECOCDevice(read_container(write_container(None, "ecoc", arr))))
-q = np.array([[1], [2]], np.int16)
+    return ECOCDevice(read_container(write_container(None, "ecoc", arr)))
+q = np.array([[1.0], [2.0]])
 cases = [("nb_bsc_eps0.1", nb, X, BSC(0.1)), ("nb_bsc_eps0.01", nb, X, BSC(0.01)),
          ("nb_burst", nb, X, GilbertElliott(0.1, 0.3)),
          ("ecoc_binary_bsc", ecoc([[0, 0, 1], [1, 1, 0]]), q, BSC(0.1)),

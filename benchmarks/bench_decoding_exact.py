@@ -3,7 +3,7 @@
 ``edgecode.ecoc.decoding_probabilities`` labels every one of the ``2^L``
 received words once and applies the channel one learner axis at a time, for
 all asked words together. The peer is what one writes first (and what
-``export.campaign.ecoc_exact_tables`` did): per distinct clean word, XOR all
+``export.analytics.ecoc_exact_tables`` did): per distinct clean word, XOR all
 ``2^L`` flip patterns into it, Hamming distances to every row by
 ``np.bitwise_count`` on packed integers, ``argmin`` (lowest index on ties),
 and sum the pattern probabilities ``eps^k (1 - eps)^(L - k)`` where the label

@@ -29,7 +29,6 @@ target per column whose leaf value is the symbol. Then Hamming decoding
 count) and ArgMin (first minimum = lowest class index).
 """
 
-from dataclasses import dataclass
 
 import numpy as np
 import onnx
@@ -39,9 +38,10 @@ from sklearn.utils.validation import check_is_fitted
 from firmware_sim.artifact import write_container
 from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_inputs
 
+from .result import ExportResult
 from .onnx_utils import IR_VERSION, OPSET, save_model
 
-__all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ECOCExport",
+__all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
            "ML_OPSET"]
 
 #: Opset of the ai.onnx.ml domain (TreeEnsembleRegressor) used by tree graphs.
@@ -346,41 +346,6 @@ def ecoc_to_onnx(arrays, *, props=None):
     return model
 
 
-@dataclass
-class ECOCExport:
-    """What :func:`export_ecoc` wrote and measured.
-
-    Attributes
-    ----------
-    container : bytes
-    onnx_model : onnx.ModelProto
-    device : firmware_sim.ecoc.ECOCDevice
-        The device runtime loaded from ``container``.
-    checked_inputs : int
-        Rows of X_calib (and X_check) on which device and float labels were compared.
-    label_mismatches : int
-        Of those, rows where the device's label differs from the float model's.
-    flash_bytes, ram_bytes : int
-    ops_per_inference : dict
-    """
-
-    container: bytes
-    onnx_model: object
-    device: object
-    checked_inputs: int
-    label_mismatches: int
-    flash_bytes: int
-    ram_bytes: int
-    ops_per_inference: dict
-
-    def report(self):
-        """One-line size and agreement report."""
-        ops = ", ".join(f"{k} {v}" for k, v in self.ops_per_inference.items())
-        return (f"flash {self.flash_bytes} B (container), RAM {self.ram_bytes} B per inference, "
-                f"ops per inference: {ops}; device labels == float labels on "
-                f"{self.checked_inputs - self.label_mismatches}/{self.checked_inputs} inputs")
-
-
 def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=None,
                 meta=None):
     """Write a fitted ECOCClassifier as an ``ecoc`` container and an ONNX graph.
@@ -398,7 +363,7 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
 
     Returns
     -------
-    ECOCExport
+    ExportResult
 
     Examples
     --------
@@ -434,6 +399,4 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     if onnx_path is not None:
         save_model(onnx_model, onnx_path)
     res = device.resources()
-    return ECOCExport(blob, onnx_model, device, int(Xc.shape[0]), mismatches,
-                      int(res["flash_bytes"]), int(res["ram_bytes"]),
-                      dict(res["ops_per_inference"]))
+    return ExportResult("ecoc", blob, onnx_model, device, res, int(Xc.shape[0]), mismatches)

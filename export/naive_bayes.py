@@ -9,7 +9,6 @@ n <= 20 (so the device agrees with the float model whatever the channel does),
 plus the rows of ``X_check``.
 """
 
-from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -19,10 +18,11 @@ from edgecode._validation import check_binary
 from firmware_sim.artifact import write_container
 from firmware_sim.naive_bayes import load_protected_nb, make_protected_nb_arrays
 
+from .result import ExportResult
 from .onnx_utils import finish_model, save_model
 
 __all__ = ["quantize_naive_bayes", "export_protected_nb", "protected_nb_to_onnx",
-           "NBExport", "EXHAUSTIVE_MAX_FEATURES"]
+           "ExportResult", "EXHAUSTIVE_MAX_FEATURES"]
 
 #: Up to this many features the quantizer checks every one of the 2**n inputs.
 EXHAUSTIVE_MAX_FEATURES = 20
@@ -77,38 +77,6 @@ def quantize_naive_bayes(model, X_check=None, *, min_shift=4, max_shift=26):
         f"no scale 2**s with s in [{min_shift}, {max_shift}] reproduces the float labels on "
         f"all {X.shape[0]} check inputs within int32 accumulators: some input has log-odds "
         f"within {np.abs(c0 + X @ d).min():.3g} of the decision threshold")
-
-
-@dataclass
-class NBExport:
-    """What :func:`export_protected_nb` wrote and measured.
-
-    Attributes
-    ----------
-    container : bytes
-        The flat-array container (also written to ``container_path``).
-    onnx_model : onnx.ModelProto
-    scale_shift : int
-    checked_inputs : int
-        Inputs on which integer and float labels were verified equal.
-    flash_bytes, ram_bytes : int
-    ops_per_inference : dict
-    """
-
-    container: bytes
-    onnx_model: object
-    scale_shift: int
-    checked_inputs: int
-    flash_bytes: int
-    ram_bytes: int
-    ops_per_inference: dict
-
-    def report(self):
-        """One-line-per-item size report."""
-        ops = ", ".join(f"{k} {v}" for k, v in self.ops_per_inference.items())
-        return (f"flash {self.flash_bytes} B (container), RAM {self.ram_bytes} B per inference, "
-                f"ops per inference: {ops}; integer labels verified on "
-                f"{self.checked_inputs} inputs (scale 2**{self.scale_shift})")
 
 
 def protected_nb_to_onnx(weights, bias, repetitions, *, props=None):
@@ -172,7 +140,7 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
 
     Returns
     -------
-    NBExport
+    ExportResult
 
     Examples
     --------
@@ -205,5 +173,5 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
         **{k: v for k, v in (meta or {}).items()}})
     if onnx_path is not None:
         save_model(onnx_model, onnx_path)
-    return NBExport(blob, onnx_model, shift, checked, int(res["flash_bytes"]),
-                    int(res["ram_bytes"]), dict(res["ops_per_inference"]))
+    return ExportResult("protected_nb", blob, onnx_model, device, res, checked, 0,
+                        {"scale_shift": shift})

@@ -12,7 +12,6 @@ labelled code table is stored, ``label`` int64 (N,): the k-NN class index
 most voted class, ties to the lower class index).
 """
 
-from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -22,9 +21,10 @@ from edgecode.hashing import SSBC
 from firmware_sim.artifact import write_container
 from firmware_sim.ssbc import EXP_SHIFT, INPUT_LIMIT, LUT_SEGMENTS, load_ssbc, make_ssbc_arrays
 
+from .result import ExportResult
 from .onnx_utils import finish_model, save_model
 
-__all__ = ["export_ssbc", "ssbc_arrays", "ssbc_to_onnx", "SSBCExport"]
+__all__ = ["export_ssbc", "ssbc_arrays", "ssbc_to_onnx", "ExportResult"]
 
 
 def ssbc_arrays(model, *, X_table=None, y_table=None, knn_k=5, classes=None):
@@ -166,38 +166,6 @@ def ssbc_to_onnx(arrays, *, props=None):
                         "integer projection, sign bits (and Hamming k-NN label)", props=props)
 
 
-@dataclass
-class SSBCExport:
-    """What :func:`export_ssbc` wrote and measured.
-
-    Attributes
-    ----------
-    container : bytes
-    onnx_model : onnx.ModelProto
-    classes : ndarray or None
-        Class index -> label of the stored table.
-    resources : dict
-        ``SSBCDevice.resources()``.
-    bit_agreement : float or None
-        Fraction of bits where the device's fixed-point code equals the float
-        model's on ``X_check`` (None without X_check).
-    """
-
-    container: bytes
-    onnx_model: object
-    classes: object
-    resources: dict
-    bit_agreement: object = None
-
-    def report(self):
-        r = self.resources
-        ops = r["ops_per_inference"]["total"]
-        agree = "" if self.bit_agreement is None else \
-            f"; device bits == float bits on {100 * self.bit_agreement:.3f}% of check bits"
-        return (f"flash {r['flash_bytes']} B (container), RAM {r['ram_bytes']} B per inference, "
-                f"{ops} ops per inference{agree}")
-
-
 def export_ssbc(model, *, container_path=None, onnx_path=None, X_table=None, y_table=None,
                 knn_k=5, X_check=None, meta=None):
     """Write a fitted SSBC as an ``"ssbc"`` container and an ONNX graph.
@@ -216,7 +184,7 @@ def export_ssbc(model, *, container_path=None, onnx_path=None, X_table=None, y_t
 
     Returns
     -------
-    SSBCExport
+    ExportResult
     """
     arrays, classes = ssbc_arrays(model, X_table=X_table, y_table=y_table, knn_k=knn_k)
     info = {"n_bits": int(model.n_bits), "n_anchors": int(model.anchors_.shape[0]),
@@ -236,4 +204,6 @@ def export_ssbc(model, *, container_path=None, onnx_path=None, X_table=None, y_t
                                                 if classes is not None else {})})
     if onnx_path is not None:
         save_model(onnx_model, onnx_path)
-    return SSBCExport(blob, onnx_model, classes, dev.resources(), agree)
+    return ExportResult("ssbc", blob, onnx_model, dev, dev.resources(),
+                        0 if X_check is None else int(len(X_check)), None,
+                        {"classes": classes, "bit_agreement": agree})

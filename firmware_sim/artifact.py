@@ -21,6 +21,8 @@ from types import MappingProxyType
 
 import numpy as np
 
+from .errors import ContainerError
+
 __all__ = [
     "ContainerError",
     "Container",
@@ -41,8 +43,12 @@ FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
 #: Model kind name -> uint16 code stored in the header.
-KINDS = MappingProxyType({"protected_nb": 1, "ecoc": 2, "ssbc": 3})
-_KIND_NAMES = {code: name for name, code in KINDS.items()}
+#: Registered kinds (``firmware_sim.device.register_kind`` adds to it): the
+#: built-in three are registered here so a container can be read before any
+#: device module is imported.
+_KINDS = {"protected_nb": 1, "ecoc": 2, "ssbc": 3}
+KINDS = MappingProxyType(_KINDS)
+_KIND_NAMES = {code: name for name, code in _KINDS.items()}
 
 #: dtype code (uint8 in the table) -> little-endian numpy dtype.
 DTYPES = MappingProxyType({
@@ -85,8 +91,6 @@ _CRC_FIELD = slice(20, 24)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class ContainerError(ValueError):
-    """A container (file, bytes or schema) is malformed; the message says where."""
 
 
 def _align(n):
@@ -180,7 +184,7 @@ class Container:
         >>> c.require("v", np.float64)
         Traceback (most recent call last):
         ...
-        firmware_sim.artifact.ContainerError: ssbc container: array 'v' must have dtype float64; got float32
+        firmware_sim.errors.ContainerError: ssbc container: array 'v' must have dtype float64; got float32
         """
         where = f"{self.kind} container"
         if name not in self.arrays:
@@ -450,7 +454,7 @@ def read_container(source):
     >>> read_container(raw[:-1])
     Traceback (most recent call last):
     ...
-    firmware_sim.artifact.ContainerError: truncated at byte 111: header declares total_size 112
+    firmware_sim.errors.ContainerError: truncated at byte 111: header declares total_size 112
     """
     raw = _source_bytes(source)
     size = len(raw)

@@ -8,34 +8,41 @@ child of one ``SeedSequence``), and reports the same-classification rate
 each with a Wilson confidence interval. :class:`CampaignResult` writes and
 reads the JSON report.
 
-Device protocol (what a runtime needs to be campaigned)::
+The device is any :class:`~firmware_sim.device.Device` (or what
+:func:`firmware_sim.load` opens: a path, bytes or a ``Container``); the
+campaign uses the device contract only. ``frames = device.encode(X)`` is
+what the clean host sends; the clean label of a point is
+``device.infer(frames).labels``. Faults act where a real device is hit
+(``site``, :data:`firmware_sim.device.SITES`):
 
-    device.transmit(X)      -> uint8 array (t, L): the bits on the wire per point
-    device.predict_bits(B)  -> int array (t,): labels of received bits B (t, L)
-    device.container        -> Container the device was loaded from
-                               (only for image faults, with ``loader``)
+* ``site="wire"``: bit faults on the frames' bits on the wire
+  (int16 frames as 16 bits each, least significant first);
+* ``site="intermediate"``: bit faults on the device's intermediate results
+  (``device.stage(frames)``, then ``device.finish``): decoded feature bits
+  (naive Bayes), learner outputs (ECOC; noisy computation), code bits
+  (SSBC);
+* image faults (``ParameterUpset``) on the stored image: each trial loads
+  the faulty image with :func:`firmware_sim.load` and re-runs it on the
+  clean host's frames (with a :class:`~firmware_sim.faults.Compose`, its
+  bit faults then hit ``site`` of that faulty device).
 
-The clean label of a point is ``predict_bits(transmit(X))``: the same
-pipeline on a noiseless wire (for the built-in devices, ``predict(X)``).
-``ProtectedNBDevice`` has all three. :class:`ECOCOutputs` wraps an ECOC
-device (the wire is its learners' outputs, ``predict_bits`` decodes them) and
-:class:`SSBCCodes` an SSBC device (the wire is the computed code, decoded by
-the k-NN vote against the stored table; image faults hit the table). Bit
-faults act on ``transmit``'s output; image faults act on ``device.container``
-and the campaign re-loads the device from the faulty image with
-``loader(container)`` (default ``type(device)(container)``; both adapters
-accept a container).
+``site=None`` takes ``device.default_site``: the wire for naive Bayes, the
+intermediate results for ECOC and SSBC (the noise each is designed for).
 
-Symbols on the wire. A device with ``wire_symbols = N > 2`` (an N-ary ECOC
-ensemble) transmits symbols ``0 .. N-1`` instead of bits. A bit fault then
-acts on an all-zero *event* frame of the same shape, and every position it
-sets is an event: that symbol is replaced by one of the other ``N - 1``
-symbols chosen uniformly (what ``ECOCDevice.corrupt`` does). Only additive
-faults (BSC, burst, their interleavings and compositions) have this meaning;
-a stuck line has no symbol meaning and is refused.
+Symbols. ECOC with an N-ary code (``device.stage_symbols = N > 2``) has
+symbols ``0 .. N-1`` as intermediate results. A bit fault there acts on an
+all-zero *event* frame of the same shape, and every position it sets is an
+event: that symbol is replaced by one of the other ``N - 1`` symbols chosen
+uniformly (what ``ECOCDevice.corrupt`` does). Only additive faults (BSC,
+burst, their interleavings and compositions) have this meaning; a stuck line
+has no symbol meaning and is refused.
 
-Imports numpy only (plotting and analytic predictions live in
-``export.campaign``).
+Fast paths (same draws and counts as the plain path, tested equal): protected
+naive Bayes under additive wire faults, binary and N-ary ECOC under
+additive intermediate faults.
+
+Imports numpy only (analytic predictions live in ``export.analytics``,
+printing and plotting in ``export.report``).
 """
 
 import json
@@ -51,18 +58,23 @@ from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
-from .artifact import Container, ContainerError
-from .channel import _BLOCK_BITS, check_bits
-from .faults import Compose, Fault, _draw_seed
-from .ecoc import ECOCDevice
+from .artifact import ContainerError
+from .channel import _BLOCK_BITS
+from .device import SITES, load
+from .ecoc import ECOCDevice, doubled_distances, flip_radius
+from .errors import FrameError
+from .faults import BSC, Compose, Fault, _draw_seed
+from .channel import check_random_state
+from .device import SimulationResult
 from .naive_bayes import ProtectedNBDevice
-from .ssbc import SSBCDevice
+from .naive_bayes import simulate as _simulate_nb_wire
 
-__all__ = ["run_campaign", "CampaignResult", "CampaignPoint", "wilson_interval",
-           "REPORT_VERSION", "ECOCOutputs", "SSBCCodes"]
+__all__ = ["run_campaign", "simulate", "CampaignResult", "CampaignPoint", "wilson_interval",
+           "REPORT_VERSION"]
 
-#: Version of the JSON report layout.
-REPORT_VERSION = 1
+#: Version of the JSON report layout (2: ``random_state`` and ``site``; version 1
+#: reports, with ``seed``, are still read).
+REPORT_VERSION = 2
 
 #: Wire bits per batch of the bit-fault path (bounds memory; fixed, so a seed
 #: gives the same result on every machine). At most the channel's block size,
@@ -144,7 +156,10 @@ class CampaignResult:
     param : str or None
     grid : list
     n_trials, n_points : int
-    seed : int
+    random_state : int
+        Root of the campaign's ``SeedSequence``.
+    site : str
+        Where the bit faults acted (``"wire"`` or ``"intermediate"``).
     confidence : float
     fault : dict
         The base fault model.
@@ -160,7 +175,8 @@ class CampaignResult:
     grid: list
     n_trials: int
     n_points: int
-    seed: int
+    random_state: int
+    site: str
     confidence: float
     fault: dict
     device: dict
@@ -184,6 +200,10 @@ class CampaignResult:
     @classmethod
     def from_dict(cls, d):
         d = dict(d)
+        if d.get("version") == 1:          # version 1 named the seed ``seed``
+            d["random_state"] = d.pop("seed")
+            d.setdefault("site", None)
+            d["version"] = REPORT_VERSION
         if d.get("version") != REPORT_VERSION:
             raise ValueError(f"campaign report version {d.get('version')!r}; this reader "
                              f"reads version {REPORT_VERSION}")
@@ -215,106 +235,11 @@ def _json_default(o):
     raise TypeError(f"not JSON-serialisable: {type(o).__name__}")
 
 
-class ECOCOutputs:
-    """An ECOC device in campaigns: the faults act on its learners' outputs.
-
-    ``transmit(X)`` is the learner outputs (one bit per column for a binary
-    or ternary code, whose learners answer 0/1; one symbol per column for an
-    N-ary code, see the module docstring), ``predict_bits`` is the device's
-    Hamming-nearest decoding (ties to the lowest class index) and
-    ``predict`` its clean label. So a BSC of flip probability eps on the wire
-    is exactly ``ECOCDevice.corrupt(outputs, eps)``: noisy computation of the
-    learners, not of the inputs.
-
-    Parameters
-    ----------
-    device : ECOCDevice or Container
-        A container is loaded (so ``type(adapter)`` is a campaign loader for
-        parameter upsets).
-
-    Notes
-    -----
-    Inputs ``X``: int16 arrays are taken as fixed-point features (what
-    ``ECOCDevice.predict`` takes); anything else is quantized with the
-    container's quantizer (``ECOCDevice.quantize``).
-    """
-
-    def __init__(self, device):
-        if isinstance(device, Container):
-            device = ECOCDevice(device)
-        if not isinstance(device, ECOCDevice):
-            raise TypeError(f"ECOCOutputs wraps an ECOCDevice or an ecoc Container; got "
-                            f"{type(device).__name__}")
-        self.device = device
-        self.container = device.container
-        self.wire_symbols = int(device.n_symbols)
-
-    def __repr__(self):
-        return f"ECOCOutputs({self.device!r})"
-
-    def _q(self, X):
-        X = np.asarray(X)
-        return X if X.dtype == np.int16 else self.device.quantize(X)
-
-    def transmit(self, X):
-        return self.device.learner_outputs(self._q(X)).astype(np.uint8)
-
-    def predict(self, X):
-        return self.device.predict(self._q(X))
-
-    def predict_bits(self, bits):
-        return self.device.decode(bits)
-
-    def resources(self):
-        return self.device.resources()
-
-
-class SSBCCodes:
-    """An SSBC device with a labelled code table in campaigns.
-
-    ``transmit(X)`` is the fixed-point code bits the device computes,
-    ``predict_bits`` the k-NN vote of given code bits against the stored
-    table, ``predict`` the clean k-NN label. Bit faults hit the computed code
-    (``predict_noisy(eps_bits=...)``); ``ParameterUpset(arrays=["table_codes"])``
-    hits the stored table (``predict_noisy(eps_table=...)`` draws one noisy
-    table per call; the campaign draws one per trial and runs every point
-    through it).
-
-    Parameters
-    ----------
-    device : SSBCDevice or Container
-        Must store a code table.
-    """
-
-    def __init__(self, device):
-        if isinstance(device, Container):
-            device = SSBCDevice(device)
-        if not isinstance(device, SSBCDevice):
-            raise TypeError(f"SSBCCodes wraps an SSBCDevice or an ssbc Container; got "
-                            f"{type(device).__name__}")
-        device._require_table()
-        self.device = device
-        self.container = device.container
-
-    def __repr__(self):
-        return f"SSBCCodes({self.device!r})"
-
-    def transmit(self, X):
-        return self.device.bits(X)
-
-    def predict(self, X):
-        return self.device.predict(X)
-
-    def predict_bits(self, bits):
-        return self.device.knn_bits(bits)[0]
-
-    def resources(self):
-        return self.device.resources()
-
-
-def _fast_predictor(device):
-    """Unchecked ``predict_bits`` for runtimes we know (inputs come from ``transmit``)."""
-    if type(device) is ProtectedNBDevice:
+def _finisher(device, site):
+    """Labels of the faulted stream of ``site`` (what follows the faults)."""
+    if site == "intermediate":
+        return device.finish
+    if type(device) is ProtectedNBDevice:          # unchecked: rows come from encode
         reps, w, bias = device._reps, device._w, device.bias
 
         def predict(bits, _buf=[np.empty(0, np.int64)]):
@@ -324,15 +249,54 @@ def _fast_predictor(device):
             _decode_accumulate(bits, reps, w, bias, out)
             return (out > 0).astype(np.int64)
         return predict
-    return device.predict_bits
+    if device.frame_dtype == np.uint8:
+        return device.labels
+    return lambda bits: device.labels(device.frames_from_wire(bits))
 
 
-def _check_protocol(device, image):
-    needed = ["transmit", "predict_bits"] + (["container"] if image else [])
-    missing = [m for m in needed if not hasattr(device, m)]
-    if missing:
-        raise TypeError(f"device must provide {needed} (see firmware_sim.campaign); "
-                        f"{type(device).__name__} lacks {missing}")
+def _stream(device, frames, site):
+    """(the clean stream the bit faults act on, its alphabet size)."""
+    if site == "wire":
+        return device.wire_bits(frames), 2
+    return np.ascontiguousarray(device.stage(frames)), int(device.stage_symbols)
+
+
+def _as_device(device):
+    """A Device, or what firmware_sim.load opens (path, bytes or Container)."""
+    import os
+
+    from .artifact import Container
+    from .device import Device
+
+    if not isinstance(device, (Device, Container, bytes, bytearray, memoryview, str,
+                               os.PathLike)):
+        raise TypeError("device must be a firmware_sim Device (or a path, bytes or Container "
+                        f"that firmware_sim.load opens); got {type(device).__name__}")
+    return load(device)
+
+
+def _check_site(site):
+    if site not in ("wire", "intermediate"):
+        raise ValueError(f"site must be 'wire' or 'intermediate' (image faults act on the "
+                         f"image whatever the site; sites: {SITES}); got {site!r}")
+    return site
+
+
+def _n_trials(n_trials):
+    if isinstance(n_trials, bool) or not isinstance(n_trials, (Integral, np.integer)):
+        raise TypeError(f"n_trials must be an integer; got {n_trials!r}")
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    return int(n_trials)
+
+
+def _clean_labels(device, frames):
+    labels = device.infer(frames).labels
+    if labels is None:
+        raise ValueError(f"{type(device).__name__} computes no labels (an SSBC image without "
+                         "a code table): export it with a table (X_table, y_table) to "
+                         "campaign it")
+    return np.asarray(labels, np.int64).reshape(-1)
 
 
 def _device_info(device):
@@ -366,16 +330,17 @@ def _labels(a, t, name):
     return a
 
 
-def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0, y=None,
-                 loader=None, confidence=0.99, progress=None):
+def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_state=0, y=None,
+                 site=None, confidence=0.99, progress=None):
     """Sweep a fault parameter; at each value run every point ``n_trials`` times.
 
     Parameters
     ----------
-    device : object
-        A device following the protocol of this module's docstring.
+    device : Device, Container, path or bytes
+        Any device of the contract (:mod:`firmware_sim.device`).
     X : array-like, shape (t, n)
-        Clean inputs (what ``device.transmit`` takes).
+        Clean inputs (what ``device.encode`` takes: 0/1 features for naive
+        Bayes, float features for ECOC and SSBC).
     fault : firmware_sim.faults.Fault
         The fault model; bit faults, image faults or a :class:`Compose` of both.
     param : str, optional
@@ -386,16 +351,19 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
         Values of ``param`` (required with ``param``).
     n_trials : int
         Trials per point of X and grid value (>= 1).
-    seed : int
+    random_state : int
         Root of a ``numpy.random.SeedSequence``; grid value k uses child k of
-        ``SeedSequence(seed).spawn(len(grid))``, so each value's result
-        depends only on (seed, k) and re-running gives the same report.
+        ``SeedSequence(random_state).spawn(len(grid))``, so each value's
+        result depends only on (random_state, k) and re-running gives the
+        same report.
     y : array-like of int, shape (t,), optional
         True labels as the device's label indices (0/1 for naive Bayes,
         class indices for ECOC and SSBC), for the accuracy.
-    loader : callable, optional
-        ``loader(container) -> device`` for image faults (default
-        ``type(device)``).
+    site : {"wire", "intermediate"}, optional
+        Where bit faults act (module docstring; default
+        ``device.default_site``: the wire for naive Bayes, the learner
+        outputs for ECOC, the code bits for SSBC); image faults always hit
+        the stored image.
     confidence : float
         Confidence level of the Wilson intervals.
     progress : callable, optional
@@ -408,7 +376,8 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
     Raises
     ------
     TypeError
-        Device without the protocol's methods, fault not a Fault.
+        Device not a Device (nor something ``firmware_sim.load`` opens), fault
+        not a Fault.
     ValueError
         Bad ``n_trials``, ``grid`` without ``param`` (or the reverse),
         unknown parameter, ``y`` of the wrong length.
@@ -418,60 +387,55 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
     >>> from firmware_sim.naive_bayes import ProtectedNBDevice
     >>> from firmware_sim.faults import BSC
     >>> dev = ProtectedNBDevice.from_arrays([2], -1, [1])      # label = x, 3 copies
-    >>> res = run_campaign(dev, [[0], [1]], BSC(0.0), "eps", [0.0, 0.1], 5000, seed=1)
+    >>> res = run_campaign(dev, [[0], [1]], BSC(0.0), "eps", [0.0, 0.1], 5000, random_state=1)
     >>> res.points[0].same_rate, abs(res.points[1].same_rate - 0.972) < 0.01  # 1 - 3e^2 + 2e^3
     (1.0, True)
     """
     if not isinstance(fault, Fault):
         raise TypeError(f"fault must be a firmware_sim.faults.Fault; got {type(fault).__name__}")
+    device = _as_device(device)
+    site = device.default_site if site is None else _check_site(site)
     image = fault.target in ("image", "mixed")
-    _check_protocol(device, image)
-    if isinstance(n_trials, bool) or not isinstance(n_trials, (Integral, np.integer)):
-        raise TypeError(f"n_trials must be an integer; got {n_trials!r}")
-    n_trials = int(n_trials)
-    if n_trials < 1:
-        raise ValueError(f"n_trials must be >= 1; got {n_trials}")
+    n_trials = _n_trials(n_trials)
     if (param is None) != (grid is None):
         raise ValueError("give param and grid together (or neither for a single point)")
     grid = [None] if param is None else list(grid)
     if not grid:
         raise ValueError("grid must have at least one value")
     faults = [fault if v is None else fault.with_params(**{param: v}) for v in grid]
+    seed = random_state
     if isinstance(seed, bool) or not isinstance(seed, (Integral, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+        raise ValueError(f"random_state must be a non-negative integer (the root of the "
+                         f"campaign's SeedSequence); got {seed!r}")
     if not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence}")
 
-    n_sym = _wire_symbols(device)
+    frames = device.encode(X)
+    clean = _clean_labels(device, frames)
+    t = clean.shape[0]
+    stream, n_sym = _stream(device, frames, site)
     if n_sym > 2 and not _symbol_fault_ok(fault):
-        raise ValueError(f"{type(device).__name__} sends {n_sym}-ary symbols: only additive "
-                         "bit faults (bsc, burst) have a symbol meaning (an event replaces the "
-                         "symbol by a uniformly random other one); got " + repr(fault))
-    tx = _check_wire(device.transmit(X), n_sym)
-    if tx.ndim != 2:
-        raise ValueError(f"device.transmit must return (t, L) bits; got shape {tx.shape}")
-    t, width = tx.shape
-    # the clean label: the same pipeline on a noiseless wire (for the built-in
-    # devices this is predict(X), without computing the wire a second time)
-    clean = _labels(np.asarray(device.predict_bits(tx)), t, "device.predict_bits(transmit(X))")
+        raise ValueError(f"{type(device).__name__} computes {n_sym}-ary symbols at site "
+                         f"{site!r}: only additive bit faults (bsc, burst) have a symbol "
+                         "meaning (an event replaces the symbol by a uniformly random other "
+                         "one); got " + repr(fault))
+    width = stream.shape[1]
     if y is not None:
         y = _labels(_check_labels(y), t, "y")
     for f in faults:
         f._check_width(width)
     children = np.random.SeedSequence(int(seed)).spawn(len(grid))
-    if loader is None:
-        loader = type(device)
 
     points = []
     for k, (value, f) in enumerate(zip(grid, faults)):
         rng = np.random.default_rng(children[k])
         t0 = time.perf_counter()
         if image:
-            same, correct, refused = _image_point(device, tx, clean, y, f, rng, n_trials, loader,
-                                                  n_sym)
+            same, correct, refused = _image_point(device, frames, clean, y, f, rng, n_trials,
+                                                  site)
             ci_n = n_trials
         else:
-            same, correct = _bits_point(device, tx, clean, y, f, rng, n_trials, n_sym)
+            same, correct = _bits_point(device, stream, clean, y, f, rng, n_trials, n_sym, site)
             refused, ci_n = 0, t * n_trials
         elapsed = time.perf_counter() - t0
         total = t * n_trials
@@ -489,16 +453,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, seed=0,
         points.append(pt)
         if progress is not None:
             progress(k + 1, len(grid), pt)
-    return CampaignResult(param=param, grid=grid, n_trials=n_trials, n_points=t, seed=int(seed),
-                          confidence=float(confidence), fault=fault.to_dict(),
-                          device=_device_info(device), points=points)
-
-
-def _wire_symbols(device):
-    n = getattr(device, "wire_symbols", 2)
-    if isinstance(n, bool) or not isinstance(n, (Integral, np.integer)) or n < 2:
-        raise ValueError(f"device.wire_symbols must be an integer >= 2; got {n!r}")
-    return int(n)
+    return CampaignResult(param=param, grid=grid, n_trials=n_trials, n_points=t,
+                          random_state=int(seed), site=site, confidence=float(confidence),
+                          fault=fault.to_dict(), device=_device_info(device), points=points)
 
 
 def _symbol_fault_ok(fault):
@@ -507,18 +464,6 @@ def _symbol_fault_ok(fault):
     if isinstance(fault, Compose):
         return all(f.additive for f in fault.bit_faults)
     return bool(fault.additive)
-
-
-def _check_wire(tx, n_sym):
-    if n_sym == 2:
-        return np.ascontiguousarray(check_bits(tx, name="transmitted bits"))
-    a = np.asarray(tx)
-    if not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"transmitted symbols must be integers; got dtype {a.dtype}")
-    if a.size and (a.min() < 0 or a.max() >= n_sym):
-        raise ValueError(f"transmitted symbols must be in [0, {n_sym}); got "
-                         f"[{a.min()}, {a.max()}]")
-    return np.ascontiguousarray(a, dtype=np.uint8 if n_sym <= 256 else np.int64)
 
 
 def _apply_wire_fault(fault, frame, rng, n_sym):
@@ -541,19 +486,25 @@ def _batches(t, n_trials, width):
         yield start, min(step, rows_total - start)
 
 
-def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2):
-    """Bit faults: batches of (point, trial) rows through fault and device; for
-    additive faults on the three built-in device kinds the fast paths consume
-    the error masks without building the noisy rows (same draws, same counts)."""
+def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2, site="wire"):
+    """Bit faults: batches of (point, trial) rows of the clean stream ``tx`` through
+    the fault and the rest of the device; for additive faults the fast paths
+    consume the error masks without building the noisy rows (same draws, same
+    counts)."""
     if fault.additive:
-        if type(device) is ProtectedNBDevice and _nb_copies_agree(device, tx):
+        if site == "wire" and type(device) is ProtectedNBDevice and _nb_copies_agree(device, tx):
             return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
-        if type(device) is ECOCOutputs:
+        if site == "intermediate" and type(device) is ECOCDevice:
             if n_sym == 2:
-                return _ecoc_additive_point(device.device, tx, clean, y, fault, rng, n_trials)
-            return _symbol_point(device.device, tx, clean, y, fault, rng, n_trials, n_sym)
+                return _ecoc_additive_point(device, tx, clean, y, fault, rng, n_trials)
+            return _symbol_point(device, tx, clean, y, fault, rng, n_trials, n_sym)
+    return _plain_bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym, site)
+
+
+def _plain_bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2, site="wire"):
+    """The plain path: build every noisy row and run the rest of the device on it."""
     t, width = tx.shape
-    predict = _fast_predictor(device)
+    predict = _finisher(device, site)
     same = np.zeros(t, np.int64)
     correct = None if y is None else np.zeros(t, np.int64)
     for start, nrows in _batches(t, n_trials, width):
@@ -611,35 +562,6 @@ def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
     return same, (None if y is None else correct)
 
 
-def _doubled_distances(code, sym):
-    """(t, c) doubled Hamming distances of received symbols to every row, the
-    device's rule (``2 #(used and unequal) + unused``), in chunks of points."""
-    code = np.asarray(code, np.int64)
-    used = code >= 0
-    t, L = sym.shape
-    out = np.empty((t, code.shape[0]), np.int64)
-    step = max(1, (1 << 22) // max(1, code.size))
-    for a in range(0, t, step):
-        s = np.asarray(sym[a:a + step], np.int64)
-        out[a:a + step] = 2 * ((s[:, None, :] != code[None]) & used[None]).sum(axis=2)
-    return out + (~used).sum(axis=1)[None, :]
-
-
-def _flip_radius(dist, label):
-    """Per point, how many received symbols may change without any chance of
-    changing its label: each change moves every doubled distance by at most 2,
-    so the first minimum ``label`` stays while ``4 k < D_r - D_label`` for
-    rows before it and ``4 k <= D_r - D_label`` after it (ties go to the
-    lowest index)."""
-    t, c = dist.shape
-    if c < 2:
-        return np.full(t, np.iinfo(np.int64).max // 2, np.int64)
-    gap = dist - dist[np.arange(t), label][:, None]
-    rad = np.where(np.arange(c)[None, :] > label[:, None], gap // 4, (gap - 1) // 4)
-    rad[np.arange(t), label] = np.iinfo(np.int64).max // 2
-    return rad.min(axis=1)
-
-
 def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
     """Binary ECOC under XOR noise on the learner outputs: XOR each batch's error
     masks into the point's packed clean outputs and decode Hamming-nearest
@@ -648,7 +570,7 @@ def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
     t, width = tx.shape
     clean_words = np.empty((t, ecoc._code_bits.shape[1]), np.uint64)
     _pack(tx.astype(np.int16), clean_words)
-    radius = _flip_radius(_doubled_distances(ecoc.code, tx), clean)
+    radius = flip_radius(doubled_distances(ecoc.code, tx), clean)
     same = np.zeros(t, np.int64)
     correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
@@ -668,8 +590,8 @@ def _symbol_point(ecoc, tx, clean, y, fault, rng, n_trials, n_sym):
     t, width = tx.shape
     code = np.asarray(ecoc.code, dtype=np.int64)
     used = code >= 0
-    clean_dist = _doubled_distances(code, tx)
-    radius = _flip_radius(clean_dist, clean)
+    clean_dist = doubled_distances(code, tx)
+    radius = flip_radius(clean_dist, clean)
     # step[j, a, b, r]: change of the doubled distance to row r when symbol a of
     # column j is received as b
     s = np.arange(n_sym)
@@ -688,28 +610,106 @@ def _symbol_point(ecoc, tx, clean, y, fault, rng, n_trials, n_sym):
     return same, (None if y is None else correct)
 
 
-def _image_point(device, tx, clean, y, fault, rng, n_trials, loader, n_sym=2):
-    """Image faults: one faulty image per trial, every point through it."""
-    t = tx.shape[0]
+def _image_point(device, frames, clean, y, fault, rng, n_trials, site="wire"):
+    """Image faults: one faulty image per trial, loaded with ``firmware_sim.load``
+    and run on every point's clean frame (a Compose's bit faults then hit
+    ``site`` of that faulty device)."""
+    t = frames.shape[0]
     bit_faults = fault.bit_faults if isinstance(fault, Compose) else ()
     same = np.zeros(t, np.int64)
     correct = None if y is None else np.zeros(t, np.int64)
     refused = 0
     for _ in range(n_trials):
         try:
-            dev = loader(fault.apply_container(device.container, rng))
+            dev = load(fault.apply_container(device.container, rng))
         except ContainerError:
             refused += 1
             continue
-        bits = tx.copy()
-        for bf in bit_faults:
-            _apply_wire_fault(bf, bits, rng, n_sym)
         try:
-            labels = np.asarray(dev.predict_bits(bits)).astype(np.int64)
-        except ValueError:  # the faulty device expects another frame: desynchronised
+            labels = _faulty_labels(dev, frames, bit_faults, rng, site)
+        except FrameError:  # the faulty device expects another frame: desynchronised
             refused += 1
             continue
         same += labels == clean
         if y is not None:
             correct += labels == y
     return same, correct, refused
+
+
+def _faulty_labels(dev, frames, bit_faults, rng, site):
+    """Labels of a (faulty) device on the clean frames, after the bit faults at ``site``."""
+    if not bit_faults:
+        return np.asarray(dev.labels(frames), np.int64)
+    if site == "wire":
+        bits = dev.wire_bits(frames).copy()
+        n_sym = 2
+    else:
+        bits = np.ascontiguousarray(dev.stage(frames))
+        n_sym = int(dev.stage_symbols)
+    for bf in bit_faults:
+        _apply_wire_fault(bf, bits, rng, n_sym)
+    if site == "wire":
+        return np.asarray(dev.labels(dev.frames_from_wire(bits)), np.int64)
+    return np.asarray(dev.finish(bits), np.int64)
+
+
+def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None):
+    """Run every point through a binary symmetric channel ``n_trials`` times.
+
+    One engine for every model kind: ``frames = device.encode(X)``, each
+    bit of the stream at ``site`` flips with probability ``eps``, the rest of
+    the device runs on the noisy stream, and each trial's label is compared
+    with the clean label (and with ``y`` when given).
+
+    Parameters
+    ----------
+    device : Device, Container, path or bytes
+    X : array-like
+        Points, what ``device.encode`` takes.
+    eps : float or array-like
+        Flip probability in [0, 1]: one for every bit, or one per position of
+        the stream (for naive Bayes at the wire also one per feature, applied
+        to each of its copies). At an N-ary ECOC's intermediate results, the
+        probability that a symbol is replaced by a uniformly random other one.
+    n_trials : int
+        Independent trials per point (>= 1).
+    random_state : None, int, SeedSequence or numpy Generator, optional
+    y : array-like of int, shape (t,), optional
+        True labels (class indices); ``correct`` then counts trials labelled ``y``.
+    site : {"wire", "intermediate"}, optional
+        Default ``device.default_site`` (see :mod:`firmware_sim.campaign`).
+
+    Returns
+    -------
+    SimulationResult
+
+    Examples
+    --------
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([2], -1, [1])   # label = x
+    >>> res = simulate(dev, [[0], [1]], 0.0, 100, random_state=0)
+    >>> res.same.tolist(), res.clean_labels.tolist()
+    ([100, 100], [0, 1])
+    >>> simulate(dev, [[1]], 0.1, 20000, random_state=0).same_rate.round(2).tolist()
+    [0.97]
+    """
+    device = _as_device(device)
+    site = device.default_site if site is None else _check_site(site)
+    if site == "wire" and type(device) is ProtectedNBDevice:
+        return _simulate_nb_wire(device, X, eps, n_trials, random_state=random_state, y=y)
+    n_trials = _n_trials(n_trials)
+    frames = device.encode(X)
+    clean = _clean_labels(device, frames)
+    t = clean.shape[0]
+    stream, n_sym = _stream(device, frames, site)
+    fault = BSC(eps)
+    fault._check_width(stream.shape[1])
+    if y is not None:
+        y = _labels(_check_labels(y), t, "y")
+    rng = check_random_state(random_state)
+    same, correct = _plain_bits_point(device, stream, clean, y, fault, rng, n_trials, n_sym,
+                                      site)
+    eps_bits = np.full(stream.shape[1], fault.eps) if isinstance(fault.eps, float) \
+        else np.array(fault.eps, np.float64)
+    eps_bits.flags.writeable = False
+    return SimulationResult(same, clean, n_trials, eps_bits, correct)

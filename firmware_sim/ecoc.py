@@ -36,8 +36,6 @@ an N-ary symbol is replaced by one of the other N - 1 symbols chosen
 uniformly.
 """
 
-from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 
@@ -50,16 +48,17 @@ from ._kernels.ecoc import (
     _scores_to_symbols,
     _tree_symbols,
 )
+from ._validation import check_ecoc
+from .device import Device, Inference, register_kind
 from .artifact import Container, ContainerError, read_container
 from .channel import bsc, check_random_state
 
-__all__ = ["ECOCDevice", "ECOCSimulation", "load_ecoc", "make_ecoc_arrays",
+__all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays",
            "quantize_inputs", "LEARNER_KINDS", "Q_MAX"]
 
 KIND = "ecoc"
 #: learner kind code stored in ``learner_kind``
 LEARNER_KINDS = {"linear": 1, "tree": 2}
-_LEARNER_NAMES = {v: k for k, v in LEARNER_KINDS.items()}
 #: fixed-point inputs lie in [-Q_MAX, Q_MAX]
 Q_MAX = 32767
 
@@ -190,31 +189,7 @@ def make_ecoc_arrays(code, col_classes, col_n_classes, in_center, in_shift, *, l
     return arrays
 
 
-@dataclass
-class ECOCSimulation:
-    """Accuracy of the device under noisy learner outputs.
-
-    Attributes
-    ----------
-    eps : ndarray
-        The corruption probabilities simulated.
-    accuracy : ndarray
-        Mean accuracy (against ``y``) at each eps over all trials.
-    accuracy_std : ndarray
-        Standard deviation of the per-trial accuracy.
-    clean_accuracy : float
-        Accuracy without noise.
-    n_trials : int
-    """
-
-    eps: np.ndarray
-    accuracy: np.ndarray
-    accuracy_std: np.ndarray
-    clean_accuracy: float
-    n_trials: int
-
-
-class ECOCDevice:
+class ECOCDevice(Device):
     """An ECOC ensemble as a microcontroller runs it (read from a container).
 
     Use :func:`load_ecoc`. Inputs of :meth:`predict` are the int16 fixed-point
@@ -227,56 +202,28 @@ class ECOCDevice:
             raise TypeError(f"container must be a Container; got {type(container).__name__}")
         if container.kind != KIND:
             raise ContainerError(f"expected a container of kind {KIND!r}; got {container.kind!r}")
+        v = check_ecoc(container)  # every rule of docs/container_format.md
         self.container = container
-        req = container.require
-        self.code = req("code", np.int16)
-        if self.code.ndim != 2:
-            raise ContainerError("ecoc container: array 'code' must be 2-dimensional")
-        c, m = self.code.shape
-        self.unused = req("unused_count", np.int32, (c,)).astype(np.int64)
-        self.n_symbols = int(req("n_symbols", np.int32, (1,))[0])
-        self._cls_off = req("col_cls_offset", np.int32, (m,)).astype(np.int64)
-        self._n_cls = req("col_n_cls", np.int32, (m,)).astype(np.int64)
-        self._classes = req("col_classes", np.int16)
-        if self._classes.shape != (int(self._n_cls.sum()),):
-            raise ContainerError("ecoc container: col_classes must have sum(col_n_cls) entries")
-        self.in_center = req("in_center", np.float64)
-        self.n_features = self.in_center.shape[0]
-        self.in_shift = req("in_shift", np.int8, (self.n_features,))
-        kind = int(req("learner_kind", np.uint8, (1,))[0])
-        if kind not in _LEARNER_NAMES:
-            raise ContainerError(f"ecoc container: learner_kind must be one of "
-                                 f"{sorted(_LEARNER_NAMES)}; got {kind}")
-        self.learner_kind = _LEARNER_NAMES[kind]
+        self.code = v["code"]
+        self.unused = v["unused_count"].astype(np.int64)
+        self.n_symbols = v["n_symbols"]
+        self._cls_off = v["col_cls_offset"].astype(np.int64)
+        self._n_cls = v["col_n_cls"].astype(np.int64)
+        self._classes = v["col_classes"]
+        self.in_center = v["in_center"]
+        self.n_features = v["d"]
+        self.in_shift = v["in_shift"]
+        self.learner_kind = v["learner_kind"]
         if self.n_symbols == 2:
-            w = (m + 63) // 64
-            self._code_bits = req("code_bits", np.uint64, (c, w))
-            self._code_used = req("code_used", np.uint64, (c, w))
+            self._code_bits, self._code_used = v["code_bits"], v["code_used"]
         if self.learner_kind == "linear":
-            self._w = req("lin_weights", np.int32, (self.n_features, None))
-            k = self._w.shape[1]
-            self._b = req("lin_bias", np.int64, (k,))
-            self._out_off = req("col_out_offset", np.int32, (m,)).astype(np.int64)
-            self._n_out = req("col_n_out", np.int32, (m,)).astype(np.int64)
-            if int(self._n_out.sum()) != k:
-                raise ContainerError("ecoc container: col_n_out must sum to lin_weights' columns")
+            self._w, self._b = v["lin_weights"], v["lin_bias"]
+            self._out_off = v["col_out_offset"].astype(np.int64)
+            self._n_out = v["col_n_out"].astype(np.int64)
         else:
-            f = req("tree_feature", np.int32)
-            nn = f.shape[0]
-            self._tf = f
-            self._tt = req("tree_threshold", np.int32, (nn,))
-            self._tl = req("tree_left", np.int32, (nn,))
-            self._tr = req("tree_right", np.int32, (nn,))
-            self._leaf = req("tree_leaf", np.int16, (nn,))
-            self._root = req("tree_root", np.int32, (m,))
-            internal = f >= 0
-            if (f >= self.n_features).any() or ((self._tl[internal] < 0) |
-                                                (self._tl[internal] >= nn) |
-                                                (self._tr[internal] < 0) |
-                                                (self._tr[internal] >= nn)).any() \
-                    or (self._root < 0).any() or (self._root >= nn).any():
-                raise ContainerError("ecoc container: tree arrays reference a feature or node "
-                                     "out of range")
+            self._tf, self._tt = v["tree_feature"], v["tree_threshold"]
+            self._tl, self._tr = v["tree_left"], v["tree_right"]
+            self._leaf, self._root = v["tree_leaf"], v["tree_root"]
         self.meta = container.meta
 
     @property
@@ -356,39 +303,47 @@ class ECOCDevice:
         out[hit] = ((sym[hit].astype(np.int64) + shift[hit]) % self.n_symbols).astype(np.int16)
         return out
 
-    def simulate(self, q, y, eps, n_trials=10, random_state=None):
-        """Accuracy under noisy learner outputs at each eps (``n_trials`` passes each).
+    # ------------------------------------------ the device contract
+    frame_dtype = np.dtype(np.int16)
+    default_site = "intermediate"
 
-        Parameters
-        ----------
-        q : int16 array (n, n_features)
-        y : int array (n,)
-            True class indices.
-        eps : float or sequence of float in [0, 1]
-        n_trials : int >= 1
-        random_state : None, int or numpy Generator
+    @property
+    def stage_symbols(self):
+        """Alphabet of the learner outputs (``n_symbols``)."""
+        return self.n_symbols
 
-        Returns
-        -------
-        ECOCSimulation
+    @property
+    def frame_width(self):
+        """int16 features per frame."""
+        return self.n_features
+
+    def encode(self, X):
+        """Host side: float features -> int16 fixed-point frames (:meth:`quantize`)."""
+        return self.quantize(X)
+
+    def infer(self, frames):
+        """Device side: run the learners on int16 frames and decode Hamming-nearest.
+
+        Returns an :class:`~firmware_sim.device.Inference`: the class indices,
+        ``decision["symbols"]`` (learner outputs, int16 (t, m)) and
+        ``decision["distances"]`` (doubled Hamming distances to every
+        codeword, int64 (t, c): ``2 #(used and unequal) + #unused``; the
+        label is the first minimum).
         """
-        if isinstance(n_trials, bool) or not isinstance(n_trials, (Integral, np.integer)) \
-                or n_trials < 1:
-            raise ValueError(f"n_trials must be an integer >= 1; got {n_trials!r}")
-        rng = check_random_state(random_state)
-        y = np.asarray(y)
-        sym = self.learner_outputs(q)
-        if y.shape != (sym.shape[0],):
-            raise ValueError(f"y must have shape ({sym.shape[0]},); got {y.shape}")
-        clean = float(np.mean(self.decode(sym) == y))
-        eps_arr = np.atleast_1d(np.asarray(eps, dtype=np.float64))
-        acc, std = [], []
-        for e in eps_arr:
-            trial = [np.mean(self.decode(self.corrupt(sym, e, rng)) == y)
-                     for _ in range(int(n_trials))]
-            acc.append(np.mean(trial))
-            std.append(np.std(trial))
-        return ECOCSimulation(eps_arr, np.array(acc), np.array(std), clean, int(n_trials))
+        sym = self.stage(frames)
+        return Inference(self.decode(sym), {"symbols": sym,
+                                            "distances": doubled_distances(self.code, sym)})
+
+    def labels(self, frames):
+        return self.decode(self.stage(frames))
+
+    def stage(self, frames):
+        """Intermediate results: the learner outputs of int16 frames (t, m) int16."""
+        return self.learner_outputs(self.check_frames(frames))
+
+    def finish(self, intermediate):
+        """Labels of learner outputs (:meth:`decode`)."""
+        return self.decode(intermediate)
 
     # -------------------------------------------------------- resources
     def resources(self, X=None, y=None):
@@ -454,22 +409,72 @@ class ECOCDevice:
         return cached
 
     def _tree_depths(self):
+        # one pass in node order, O(nodes): the loader guarantees that children come
+        # after their parent and that every node has one parent (check_ecoc), so a
+        # node's depth and column are final when it is reached; no recursion, no walk
+        f, left, right = self._tf, self._tl.tolist(), self._tr.tolist()
+        nn = f.shape[0]
+        depth = [0] * nn
+        col = [-1] * nn
+        for j, r in enumerate(self._root.tolist()):
+            col[r] = j
+        for i in np.flatnonzero(f >= 0).tolist():
+            a, b = left[i], right[i]
+            if not i < a < nn or not i < b < nn:
+                raise ContainerError(f"ecoc container: node {i}'s children must come after it")
+            depth[a] = depth[b] = depth[i] + 1
+            col[a] = col[b] = col[i]
         out = np.zeros(self.n_columns, np.int64)
-        for j, r in enumerate(self._root):
-            stack = [(int(r), 0)]
-            best = 0
-            while stack:
-                node, dep = stack.pop()
-                if self._tf[node] < 0:
-                    best = max(best, dep)
-                else:
-                    stack.append((int(self._tl[node]), dep + 1))
-                    stack.append((int(self._tr[node]), dep + 1))
-            out[j] = best
+        leaves = np.flatnonzero(f < 0)
+        np.maximum.at(out, np.asarray(col, np.int64)[leaves], np.asarray(depth, np.int64)[leaves])
         return out
+
+
+def doubled_distances(code, sym):
+    """(t, c) doubled Hamming distances of received symbols to every codeword, the
+    device's rule (``2 #(used and unequal) + #unused``), in chunks of points."""
+    code = np.asarray(code, np.int64)
+    used = code >= 0
+    sym = np.asarray(sym)
+    t = sym.shape[0]
+    out = np.empty((t, code.shape[0]), np.int64)
+    step = max(1, (1 << 22) // max(1, code.size))
+    for a in range(0, t, step):
+        s = np.asarray(sym[a:a + step], np.int64)
+        out[a:a + step] = 2 * ((s[:, None, :] != code[None]) & used[None]).sum(axis=2)
+    return out + (~used).sum(axis=1)[None, :]
+
+
+#: :func:`flip_radius` of a point whose label no change of outputs can move
+#: (a single class).
+RADIUS_UNBOUNDED = np.iinfo(np.int64).max // 2
+
+
+def flip_radius(dist, label):
+    """Per point, how many learner outputs may change without any chance of
+    changing its label.
+
+    Each change moves every doubled distance by at most 2, so the first
+    minimum ``label`` stays while ``4 k < D_r - D_label`` for rows before it
+    and ``4 k <= D_r - D_label`` after it (ties go to the lowest index).
+    ``dist`` is :func:`doubled_distances`; a single-class code gives
+    :data:`RADIUS_UNBOUNDED`.
+    """
+    dist = np.asarray(dist, np.int64)
+    label = np.asarray(label, np.int64)
+    t, c = dist.shape
+    if c < 2:
+        return np.full(t, RADIUS_UNBOUNDED, np.int64)
+    gap = dist - dist[np.arange(t), label][:, None]
+    rad = np.where(np.arange(c)[None, :] > label[:, None], gap // 4, (gap - 1) // 4)
+    rad[np.arange(t), label] = RADIUS_UNBOUNDED
+    return rad.min(axis=1)
 
 
 def load_ecoc(source):
     """Read and validate an ``ecoc`` container (path, bytes or Container) -> ECOCDevice."""
     container = source if isinstance(source, Container) else read_container(source)
     return ECOCDevice(container)
+
+
+register_kind("ecoc", 2, ECOCDevice)

@@ -2,10 +2,13 @@
 
 Two kinds of target:
 
-* **bit faults** (``target == "bits"``) act on the bits a device receives:
-  a uint8 array of 0/1 whose rows are transmissions and whose last axis is
-  the bit order on the wire (for protected naive Bayes, feature-major copies,
-  ``ProtectedNBDevice.transmit``; for an ECOC device, the learner outputs).
+* **bit faults** (``target == "bits"``) act on a stream of bits: a uint8
+  array of 0/1 whose rows are frames (one per point and trial) and whose
+  last axis is the bit order. Campaigns apply them at a *site* of the device
+  contract (:mod:`firmware_sim.device`): the wire (for protected naive Bayes
+  feature-major copies, ``ProtectedNBDevice.encode``; for ECOC and SSBC the
+  int16 features, 16 bits each) or the intermediate results (decoded
+  features, ECOC learner outputs, SSBC code bits).
   :class:`BSC` (independent flips), :class:`GilbertElliott` (bursts) and
   :class:`StuckAt` (lines stuck at 0 or 1).
 * **image faults** (``target == "image"``) act on the artifact the device
@@ -19,7 +22,7 @@ randomness from a numpy ``Generator`` passed in (same seed, same faults) and
 can be re-parameterised for a sweep (:meth:`Fault.with_params`), which is how
 :func:`firmware_sim.campaign.run_campaign` drives it.
 
-The interface (all a new model needs)::
+The interface (all a new model needs, plus :func:`register_fault`)::
 
     class MyFault(Fault):
         target = "bits"
@@ -43,6 +46,7 @@ from .channel import _bernoulli_positions, _flip_inplace, check_bits, check_chan
     check_random_state
 
 __all__ = [
+    "register_fault",
     "Fault",
     "BSC",
     "GilbertElliott",
@@ -112,6 +116,28 @@ class Fault:
     def params(self):
         """The model's parameters as a dict (the constructor's arguments)."""
         raise NotImplementedError
+
+    @classmethod
+    def accepted_params(cls):
+        """Keyword parameters :meth:`from_params` accepts."""
+        return [q for q in inspect.signature(cls).parameters if q != "self"]
+
+    @classmethod
+    def from_params(cls, **params):
+        """Build from keyword parameters, refusing unknown ones by name."""
+        accepted = cls.accepted_params()
+        unknown = sorted(set(params) - set(accepted))
+        if unknown:
+            raise ValueError(f"{cls.name}: unknown parameter(s) {unknown}; accepted: {accepted}")
+        try:
+            return cls(**params)
+        except TypeError as exc:
+            raise ValueError(f"{cls.name}: {exc}") from None
+
+    @classmethod
+    def default_params(cls, params):
+        """``params`` with what a sweep may leave out filled in (a copy)."""
+        return dict(params)
 
     def with_params(self, **changes):
         """A copy with some parameters changed (for sweeps).
@@ -269,6 +295,13 @@ class BSC(Fault):
     def _aliases(self):
         return ("flip_rate",)
 
+    @classmethod
+    def from_params(cls, **params):
+        if "flip_rate" in params:
+            params = dict(params)
+            params["eps"] = params.pop("flip_rate")
+        return super().from_params(**params)
+
     def _rebuild(self, current, changes):
         changes = dict(changes)
         if "flip_rate" in changes:
@@ -361,6 +394,37 @@ class GilbertElliott(Fault):
         if self.p + self.r == 0.0:
             raise ValueError("p and r cannot both be 0 (the chain would never move: "
                              "no stationary distribution)")
+
+    @classmethod
+    def accepted_params(cls):
+        return super().accepted_params() + ["flip_rate", "mean_burst"]
+
+    @classmethod
+    def from_params(cls, **params):
+        """Also from ``flip_rate`` and ``mean_burst`` (:meth:`from_flip_rate`)."""
+        if "flip_rate" not in params and "mean_burst" not in params:
+            return super().from_params(**params)
+        params = dict(params)
+        rate = params.pop("flip_rate", None)
+        mb = params.pop("mean_burst", None)
+        if rate is None or mb is None:
+            if "r" in params and rate is not None:
+                mb = 1.0 / float(params.pop("r"))
+            else:
+                raise ValueError("burst: give flip_rate and mean_burst together, or p and r")
+        unknown = sorted(set(params) - {"eps_good", "eps_bad", "continuous"})
+        if unknown:
+            raise ValueError(f"burst: unknown parameter(s) {unknown}; accepted: "
+                             f"{cls.accepted_params()}")
+        return cls.from_flip_rate(rate, mb, **params)
+
+    @classmethod
+    def default_params(cls, params):
+        """A mean burst length of 4 when only ``flip_rate`` is given."""
+        params = dict(params)
+        if "flip_rate" in params and "mean_burst" not in params and "r" not in params:
+            params["mean_burst"] = 4.0
+        return params
 
     @classmethod
     def from_flip_rate(cls, flip_rate, mean_burst, eps_good=0.0, eps_bad=0.5,
@@ -747,6 +811,14 @@ class ParameterUpset(Fault):
     target = "image"
     name = "seu"
 
+    @classmethod
+    def default_params(cls, params):
+        """One upset (``count=1``) when neither rate nor count is given."""
+        params = dict(params)
+        if "rate" not in params and "count" not in params:
+            params["count"] = 1
+        return params
+
     def __init__(self, rate=None, count=None, arrays=None, checked=False):
         self.rate, self.count = _rate_count(rate, count)
         if arrays is not None:
@@ -909,12 +981,36 @@ class Compose(Fault):
         return container
 
 
-#: Registry name -> fault class (the CLI's ``--fault``).
-FAULTS = {"bsc": BSC, "burst": GilbertElliott, "stuck": StuckAt, "seu": ParameterUpset}
+#: Registry name -> fault class (the CLI's ``--fault`` choices come from it).
+FAULTS = {}
+
+
+def register_fault(cls):
+    """Register a fault model class under its ``name`` (usable as a decorator).
+
+    A new fault model is one :class:`Fault` subclass plus this call: the
+    campaign engine, :func:`make_fault` and the CLI's ``--fault`` then know
+    it. ``from_params`` builds it from keyword parameters (override it for
+    aliases) and ``default_params`` fills what a sweep may leave out.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Fault)):
+        raise TypeError(f"register_fault takes a Fault subclass; got {cls!r}")
+    name = cls.name
+    if not isinstance(name, str) or not name or name == Fault.name:
+        raise ValueError(f"{cls.__name__} needs a class attribute name (its registry name)")
+    if FAULTS.get(name, cls) is not cls:
+        raise ValueError(f"fault name {name!r} is already registered to "
+                         f"{FAULTS[name].__name__}")
+    FAULTS[name] = cls
+    return cls
+
+
+for _cls in (BSC, GilbertElliott, StuckAt, ParameterUpset):
+    register_fault(_cls)
 
 
 def make_fault(name, **params):
-    """A fault from its registry name and parameters.
+    """A fault from its registry name and parameters (``FAULTS[name].from_params``).
 
     ``make_fault("burst", flip_rate=0.05, mean_burst=8)`` builds the
     Gilbert-Elliott channel from its mean flip rate and burst length.
@@ -926,26 +1022,4 @@ def make_fault(name, **params):
     """
     if name not in FAULTS:
         raise ValueError(f"unknown fault model {name!r}; known: {sorted(FAULTS)}")
-    if name == "burst" and ("flip_rate" in params or "mean_burst" in params):
-        params = dict(params)
-        rate = params.pop("flip_rate", None)
-        mb = params.pop("mean_burst", None)
-        if rate is None or mb is None:
-            if "r" in params and rate is not None:
-                mb = 1.0 / float(params.pop("r"))
-            else:
-                raise ValueError("burst: give flip_rate and mean_burst together, or p and r")
-        return GilbertElliott.from_flip_rate(rate, mb, **params)
-    if name == "bsc" and "flip_rate" in params:
-        params = dict(params)
-        params["eps"] = params.pop("flip_rate")
-    accepted = [q for q in inspect.signature(FAULTS[name]).parameters if q != "self"]
-    if name == "burst":
-        accepted += ["flip_rate", "mean_burst"]
-    unknown = sorted(set(params) - set(accepted))
-    if unknown:
-        raise ValueError(f"{name}: unknown parameter(s) {unknown}; accepted: {accepted}")
-    try:
-        return FAULTS[name](**params)
-    except TypeError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+    return FAULTS[name].from_params(**params)

@@ -33,6 +33,8 @@ import numpy as np
 
 from . import accounting
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
+from ._validation import check_protected_nb
+from .device import Device, Inference, SimulationResult, register_kind
 from .artifact import Container, ContainerError, read_container, write_container
 from .channel import _flip_inplace, check_bits, check_channel_eps, check_random_state
 
@@ -188,56 +190,7 @@ def load_protected_nb(source, profile=None):
     return device
 
 
-@dataclass(frozen=True)
-class SimulationResult:
-    """Outcome of a noisy-transmission campaign (see :func:`simulate`).
-
-    Attributes
-    ----------
-    same : ndarray of int64, shape (t,)
-        Per point, the number of trials whose label equals the clean label.
-    clean_labels : ndarray of int64, shape (t,)
-        Labels of the noiseless points.
-    n_trials : int
-        Trials per point.
-    eps_bits : ndarray of float64, shape (total_bits,)
-        Flip probability of every channel bit.
-    correct : ndarray of int64, shape (t,), or None
-        Per point, trials whose label equals ``y`` (when ``y`` was given).
-
-    Notes
-    -----
-    Unpacks as a pair: ``same, clean_labels = simulate(...)``.
-    """
-
-    same: np.ndarray
-    clean_labels: np.ndarray
-    n_trials: int
-    eps_bits: np.ndarray
-    correct: object = None
-
-    def __iter__(self):
-        return iter((self.same, self.clean_labels))
-
-    @property
-    def same_rate(self):
-        """Per-point estimate of the same-classification probability (SCP)."""
-        return self.same / self.n_trials
-
-    @property
-    def mean_same_rate(self):
-        """Mean SCP estimate over the points."""
-        return float(self.same.sum() / (self.same.size * self.n_trials))
-
-    @property
-    def accuracy(self):
-        """Mean accuracy under noise against ``y`` (None if ``y`` was not given)."""
-        if self.correct is None:
-            return None
-        return float(self.correct.sum() / (self.correct.size * self.n_trials))
-
-
-class ProtectedNBDevice:
+class ProtectedNBDevice(Device):
     """The protected naive Bayes classifier as a device runs it.
 
     Build it with :func:`load_protected_nb` (from a container) or
@@ -273,23 +226,9 @@ class ProtectedNBDevice:
                             "or ProtectedNBDevice.from_arrays(...)")
         if container.kind != KIND:
             raise ContainerError(f"container kind is {container.kind!r}; expected {KIND!r}")
-        reps = container.require("repetitions", np.uint16, (None,))
-        n = reps.shape[0]
-        if n < 1:
-            raise ContainerError(f"{KIND} container: array 'repetitions' must have at least "
-                                 "one feature; got shape (0,)")
-        w = container.require("weights", np.int32, (n,))
-        b = container.require("bias", np.int32, (1,))
-        s = container.require("scale_shift", np.int32, (1,))
-        bias, shift = int(b[0]), int(s[0])
-        if not 0 <= shift <= MAX_SCALE_SHIFT:
-            raise ContainerError(f"{KIND} container: array 'scale_shift' must be in "
-                                 f"[0, {MAX_SCALE_SHIFT}]; got {shift}")
-        abs_sum = int(np.abs(w.astype(np.int64)).sum()) + abs(bias)
-        if abs_sum >= ACC_LIMIT:
-            raise ContainerError(f"{KIND} container: arrays 'weights' and 'bias': "
-                                 f"sum(|weights|) + |bias| = {abs_sum} must be < 2**31 "
-                                 "(int32 accumulator)")
+        v = check_protected_nb(container)  # every rule of docs/container_format.md
+        reps, w, n = v["repetitions"], v["weights"], v["n"]
+        bias, shift = v["bias"], v["scale_shift"]
         self.container = container
         self.meta = container.meta
         self.repetitions = reps
@@ -390,9 +329,44 @@ class ProtectedNBDevice:
         """Labels of received bits: ``predict(majority_decode(bits))``, in one pass."""
         return (self.decision_bits(bits) > 0).astype(np.int64)
 
-    def simulate(self, X, eps, n_trials, random_state=None, y=None):
-        """Noisy-transmission campaign; see :func:`simulate`."""
-        return simulate(self, X, eps, n_trials, random_state=random_state, y=y)
+    # -- the device contract (firmware_sim.device) ---------------------------
+    frame_dtype = np.dtype(np.uint8)
+    stage_symbols = 2
+    default_site = "wire"
+
+    @property
+    def frame_width(self):
+        """Bits per frame: ``total_bits``."""
+        return self.total_bits
+
+    def encode(self, X):
+        """Host side: the repeated feature bits of each point (:meth:`transmit`)."""
+        return self.transmit(X)
+
+    def infer(self, frames):
+        """Device side: majority-decode, accumulate, sign.
+
+        Returns an :class:`~firmware_sim.device.Inference` with the labels
+        (int64 0/1) and ``decision["accumulator"]`` (the int64 log-odds).
+        """
+        frames = self.check_frames(frames)
+        acc = np.empty(frames.shape[0], dtype=np.int64)
+        _decode_accumulate(frames, self._reps, self._w, self.bias, acc)
+        return Inference((acc > 0).astype(np.int64), {"accumulator": acc})
+
+    def labels(self, frames):
+        return self.infer(frames).labels
+
+    def stage(self, frames):
+        """Intermediate results: the majority-decoded feature bits (t, n) uint8."""
+        frames = self.check_frames(frames)
+        out = np.empty((frames.shape[0], self.n_features), dtype=np.uint8)
+        _majority_decode(frames, self._reps, out)
+        return out
+
+    def finish(self, intermediate):
+        """Labels of decoded feature bits (the accumulate-and-sign step)."""
+        return self.predict(intermediate)
 
     # -- accounting --------------------------------------------------------
     def resources(self, X=None, y=None):
@@ -561,3 +535,6 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None):
         eps_bits = np.full(nbits, eps_bits)
     eps_bits.flags.writeable = False
     return SimulationResult(same, clean, n_trials, eps_bits, correct)
+
+
+register_kind("protected_nb", 1, ProtectedNBDevice)

@@ -38,6 +38,8 @@ from numbers import Integral, Real
 from pathlib import Path
 from types import MappingProxyType
 
+from .errors import DeviceError
+
 __all__ = [
     "DeviceProfile",
     "ProfileError",
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 
-class ProfileError(ValueError):
+class ProfileError(DeviceError):
     """A profile (name, file or field) is malformed; the message names the field."""
 
 

@@ -13,13 +13,17 @@ every point is run through it. The result answers two questions:
   one upset exactly, two or more bounded by their probability):
   :meth:`UpsetTable.predict`.
 
-Outcomes follow :func:`firmware_sim.campaign.run_campaign`: an image the
-loader refuses (``ContainerError``) or a device that rejects the clean wire
-frame (``ValueError``: e.g. an upset repetition count changes the frame
-length) is *refused*, and counts as a changed label. The wire is what the
-clean device transmits; the faulty device decodes it.
+Outcomes follow :func:`firmware_sim.campaign.run_campaign` and the device
+contract (:mod:`firmware_sim.device`): the frames are what the clean host
+sends (``device.encode(X)``); each faulty image is opened with
+:func:`firmware_sim.load` and ``infer`` re-runs on them, so an upset reaches
+whatever reads the upset array (naive Bayes weights, ECOC learner weights,
+thresholds and trees, SSBC anchors, projection and table). An image the
+loader refuses (``ContainerError``) or a device that cannot read the clean
+frame (``FrameError``: e.g. an upset repetition count changes the frame
+length) is *refused*, and counts as a changed label.
 
-Cost: one re-load and one ``predict_bits`` of every point per targeted bit,
+Cost: one re-load and one inference of every point per targeted bit,
 so it is meant for the parameter arrays of small models or for chosen
 arrays (``arrays=``); ``max_bits`` guards against a long run.
 
@@ -31,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .artifact import ContainerError
+from .device import load
+from .errors import FrameError
 from .faults import ParameterUpset
 
 __all__ = ["UpsetTable", "single_upset_table"]
@@ -166,24 +172,21 @@ class UpsetTable:
         return out
 
 
-def single_upset_table(device, X, *, arrays=None, checked=False, loader=None, y=None,
-                       max_bits=1 << 14, progress=None):
+def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bits=1 << 14,
+                       progress=None):
     """Flip every targeted bit of ``device.container`` in turn and run every point.
 
     Parameters
     ----------
-    device : object
-        A campaign device (``transmit``, ``predict_bits``, ``container``; see
-        :mod:`firmware_sim.campaign`).
+    device : Device, Container, path or bytes
+        Any device of the contract (:mod:`firmware_sim.device`).
     X : array-like
-        The points (what ``device.transmit`` takes).
+        The points (what ``device.encode`` takes).
     arrays : sequence of str, optional
         Arrays to upset (default: every array), as in ParameterUpset.
     checked : bool
         Upsets anywhere in the image with the CRC verified (each one is then
         refused; the table says so) instead of in the arrays' data.
-    loader : callable, optional
-        ``loader(container) -> device`` (default ``type(device)``).
     y : array-like of int, optional
         True labels, for the accuracy.
     max_bits : int
@@ -212,6 +215,9 @@ def single_upset_table(device, X, *, arrays=None, checked=False, loader=None, y=
     >>> round(tab.predict(ParameterUpset(count=1, arrays=["weights"]))["same_rate"], 4)
     0.8516
     """
+    from .campaign import _as_device, _clean_labels
+
+    device = _as_device(device)
     fault = ParameterUpset(count=1, arrays=arrays, checked=checked)
     container = device.container
     n = fault.targeted_bits(container)
@@ -226,9 +232,8 @@ def single_upset_table(device, X, *, arrays=None, checked=False, loader=None, y=
         for name, a in fault._targets(container).items():
             layout.append((name, start, 8 * a.nbytes, str(a.dtype)))
             start += 8 * a.nbytes
-    loader = type(device) if loader is None else loader
-    tx = np.asarray(device.transmit(X))
-    clean = np.asarray(device.predict_bits(tx)).astype(np.int64).reshape(-1)
+    frames = device.encode(X)
+    clean = _clean_labels(device, frames)
     t = clean.shape[0]
     if y is not None:
         y = np.asarray(y).astype(np.int64).reshape(-1)
@@ -239,9 +244,9 @@ def single_upset_table(device, X, *, arrays=None, checked=False, loader=None, y=
     correct = None if y is None else np.zeros(n, np.int64)
     for b in range(n):
         try:
-            dev = loader(fault.apply_positions(container, [b]))
-            labels = np.asarray(dev.predict_bits(tx.copy())).astype(np.int64)
-        except (ContainerError, ValueError):
+            dev = load(fault.apply_positions(container, [b]))
+            labels = np.asarray(dev.labels(frames), np.int64)
+        except (ContainerError, FrameError):
             refused[b] = True
         else:
             same[b] = int((labels == clean).sum())

@@ -36,6 +36,8 @@ import numpy as np
 
 from . import accounting
 from ._kernels.ssbc import _affinity_q15, _hamming_knn, _ssbc_bits
+from ._validation import check_ssbc
+from .device import Device, Inference, register_kind
 from .artifact import Container, ContainerError, read_container, write_container
 from .channel import bsc, check_bits, check_random_state
 
@@ -174,14 +176,7 @@ def make_ssbc_arrays(anchors, sigma, projection, thresholds, *, table_bits=None,
     return arrays
 
 
-def _scalar(c, name, dtype, lo=None, hi=None):
-    v = c.require(name, dtype, (1,))[0]
-    if (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ContainerError(f"{KIND} container: array {name!r} must be in [{lo}, {hi}]; got {v}")
-    return v
-
-
-class SSBCDevice:
+class SSBCDevice(Device):
     """The ``"ssbc"`` model as a device runs it (build with :func:`load_ssbc`).
 
     Attributes
@@ -207,72 +202,25 @@ class SSBCDevice:
         if container.kind != KIND:
             raise ContainerError(f"container kind is {container.kind!r}; expected {KIND!r}")
         c = container
-        A = c.require("anchors", np.int16, (None, None))
-        m, d = A.shape
-        if m < 1 or d < 1:
-            raise ContainerError(f"{KIND} container: array 'anchors' must have shape (m, d) "
-                                 f"with m, d >= 1; got {A.shape}")
-        if np.any(A == -32768):
-            raise ContainerError(f"{KIND} container: array 'anchors' must be in "
-                                 "[-32767, 32767]")
-        self.input_shift = int(_scalar(c, "input_shift", np.int32, -30, 30))
-        sigma = float(_scalar(c, "sigma", np.float64))
-        if not (math.isfinite(sigma) and sigma > 0):
-            raise ContainerError(f"{KIND} container: array 'sigma' must be positive and finite; "
-                                 f"got {sigma}")
-        mult = int(_scalar(c, "exp_mult", np.int64, 1, 2**62 - 1))
-        clamp = int(_scalar(c, "dist_clamp", np.int64, 0))
-        if clamp * mult >= 2**63 or clamp * mult < (T_MAX << (EXP_SHIFT + 16)):
-            raise ContainerError(f"{KIND} container: arrays 'dist_clamp' and 'exp_mult': "
-                                 f"dist_clamp * exp_mult must lie in [17 * 2**56, 2**63); "
-                                 f"got {clamp * mult}")
-        lut = c.require("exp_lut", np.uint16, (LUT_SEGMENTS + 1,))
-        if not np.array_equal(lut, exp_lut()):
-            raise ContainerError(f"{KIND} container: array 'exp_lut' must be the Q15 table "
-                                 "round(2**15 * 2**(-i/256)), i = 0..256")
-        P = c.require("projection", np.int16, (m, None))
-        k = P.shape[1]
-        if k < 1:
-            raise ContainerError(f"{KIND} container: array 'projection' must have at least one "
-                                 "column (bit)")
-        self.projection_shift = int(_scalar(c, "projection_shift", np.int32, -30, 30))
-        thr = c.require("thresholds", np.int64, (k,))
-        if m * 32768 * 32768 >= 2**62:
-            raise ContainerError(f"{KIND} container: {m} anchors could overflow the int64 "
-                                 "accumulator")
-        self.has_table = "table_codes" in c.arrays
+        v = check_ssbc(c)  # every rule of docs/container_format.md
+        m, d, k = v["m"], v["d"], v["k"]
+        self.input_shift = v["input_shift"]
+        self.projection_shift = v["projection_shift"]
+        self.has_table = v["has_table"]
         if self.has_table:
-            nb = (k + 7) // 8
-            tab = c.require("table_codes", np.uint8, (None, nb))
-            T = tab.shape[0]
-            if T < 1:
-                raise ContainerError(f"{KIND} container: array 'table_codes' is empty")
-            if k % 8 and np.any(tab[:, -1] >> (k % 8)):
-                raise ContainerError(f"{KIND} container: array 'table_codes' has nonzero "
-                                     f"padding bits beyond bit {k - 1}")
-            labels = c.require("table_labels", np.int32, (T,))
-            nc = int(_scalar(c, "n_classes", np.int32, 1))
-            if labels.min() < 0 or labels.max() >= nc:
-                raise ContainerError(f"{KIND} container: array 'table_labels' must be in "
-                                     f"[0, {nc}); got [{labels.min()}, {labels.max()}]")
-            self.knn_k = int(_scalar(c, "knn_k", np.int32, 1, T))
-            self.n_classes = nc
-            self._table = np.ascontiguousarray(tab)
-            self._labels = labels.astype(np.int64)
-        else:
-            for name in ("table_labels", "n_classes", "knn_k"):
-                if name in c.arrays:
-                    raise ContainerError(f"{KIND} container: array {name!r} given without "
-                                         "'table_codes'")
+            self.knn_k = v["knn_k"]
+            self.n_classes = v["n_classes"]
+            self._table = np.ascontiguousarray(v["table_codes"])
+            self._labels = v["table_labels"].astype(np.int64)
         self.container = c
         self.meta = c.meta
-        self.sigma = sigma
+        self.sigma = v["sigma"]
         self.n_anchors, self.n_features, self.n_bits = m, d, k
-        self._A = np.ascontiguousarray(A)
-        self._P = np.ascontiguousarray(P)
-        self._thr = np.ascontiguousarray(thr)
-        self._lut = lut.astype(np.int64)
-        self._mult, self._clamp = mult, clamp
+        self._A = np.ascontiguousarray(v["anchors"])
+        self._P = np.ascontiguousarray(v["projection"])
+        self._thr = np.ascontiguousarray(v["thresholds"])
+        self._lut = v["exp_lut"].astype(np.int64)
+        self._mult, self._clamp = v["exp_mult"], v["dist_clamp"]
 
     @classmethod
     def from_arrays(cls, arrays, meta=None):
@@ -369,6 +317,50 @@ class SSBCDevice:
             tb = bsc(self.table_bits(), eps_table, random_state=rng)
         return self.knn_bits(b, tb)[0]
 
+    # -- the device contract (firmware_sim.device) -----------------------------
+    frame_dtype = np.dtype(np.int16)
+    default_site = "intermediate"
+    stage_symbols = 2
+
+    @property
+    def frame_width(self):
+        """int16 features per frame."""
+        return self.n_features
+
+    def encode(self, X):
+        """Host side: float features -> int16 fixed-point frames (:meth:`quantize`)."""
+        return self.quantize(X)
+
+    def infer(self, frames):
+        """Device side: affinity, projection, sign on int16 frames; with a table,
+        the k-NN vote.
+
+        Returns an :class:`~firmware_sim.device.Inference`: the k-NN class
+        indices (None without a table), ``decision["code_bits"]`` (uint8
+        (t, n_bits)) and, with a table, ``decision["nearest_distance"]``
+        (Hamming distance to the nearest stored code).
+        """
+        bits = self.stage(frames)
+        if not self.has_table:
+            return Inference(None, {"code_bits": bits})
+        lab, dist = self.knn_bits(bits)
+        return Inference(lab, {"code_bits": bits, "nearest_distance": dist})
+
+    def labels(self, frames):
+        self._require_table()
+        return self.knn_bits(self.stage(frames))[0]
+
+    def stage(self, frames):
+        """Intermediate results: the code bits of int16 frames (t, n_bits) uint8."""
+        xq = self.check_frames(frames)
+        out = np.empty((xq.shape[0], self.n_bits), dtype=np.uint8)
+        _ssbc_bits(xq, self._A, self._mult, self._clamp, self._lut, self._P, self._thr, out)
+        return out
+
+    def finish(self, intermediate):
+        """k-NN labels of code bits (needs the table)."""
+        return self.knn_bits(intermediate)[0]
+
     # -- accounting ---------------------------------------------------------
     def resources(self):
         """Flash, RAM and operations of one inference.
@@ -424,5 +416,9 @@ class SSBCDevice:
 
 
 def load_ssbc(source):
-    """Read and validate an ``"ssbc"`` container (path or bytes) into an :class:`SSBCDevice`."""
-    return SSBCDevice(read_container(source))
+    """Read and validate an ``"ssbc"`` container (path, bytes or Container) into an
+    :class:`SSBCDevice`."""
+    return SSBCDevice(source if isinstance(source, Container) else read_container(source))
+
+
+register_kind("ssbc", 3, SSBCDevice)

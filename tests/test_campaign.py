@@ -10,11 +10,12 @@ import pytest
 from edgecode.datasets import load_house_votes
 from edgecode.naive_bayes import BinaryNaiveBayes
 from edgecode.redundancy import allocate_greedy
-from export.campaign import add_analytic, analytic_protected_nb, burst_vs_independent, \
-    format_campaign
+from export.analytics import add_analytic, analytic_protected_nb
 from export.cli import campaign as cli_campaign
+from export.demo_campaign import compare_channels, house_votes_devices
 from export.naive_bayes import quantize_naive_bayes
-from firmware_sim import ProtectedNBDevice
+from export.report import format_campaign
+from firmware_sim import Device, ProtectedNBDevice
 from firmware_sim.campaign import CampaignResult, run_campaign, wilson_interval
 from firmware_sim.faults import (
     BSC,
@@ -39,21 +40,38 @@ def house_votes_device():
     return d, dev, plan
 
 
-class DuckDevice:
-    """The campaign protocol by delegation (no fast path): must give the same result."""
+class DuckDevice(Device):
+    """The device contract by delegation (a type the engine has no fast path for):
+    must give the same result."""
 
     def __init__(self, inner):
         self.inner = inner
         self.container = inner.container
+        self.frame_dtype = inner.frame_dtype
+        self.stage_symbols = inner.stage_symbols
+        self.default_site = inner.default_site
 
-    def transmit(self, X):
-        return self.inner.transmit(X)
+    @property
+    def frame_width(self):
+        return self.inner.frame_width
+
+    def encode(self, X):
+        return self.inner.encode(X)
+
+    def infer(self, frames):
+        return self.inner.infer(frames)
+
+    def stage(self, frames):
+        return self.inner.stage(frames)
+
+    def finish(self, intermediate):
+        return self.inner.finish(intermediate)
 
     def predict(self, X):
         return self.inner.predict(X)
 
-    def predict_bits(self, bits):
-        return self.inner.predict_bits(bits)
+    def resources(self):
+        return self.inner.resources()
 
 
 def _small_device():
@@ -67,7 +85,7 @@ def _X(t=40, n=5, seed=0):
 # ---------------------------------------------------------------- closed forms
 def test_single_feature_matches_majority_failure():
     dev = ProtectedNBDevice.from_arrays([2], -1, [2])          # label = x, 5 copies
-    res = run_campaign(dev, [[0], [1]], BSC(0.2), "eps", [0.0, 0.2, 0.4], 20000, seed=3,
+    res = run_campaign(dev, [[0], [1]], BSC(0.2), "eps", [0.0, 0.2, 0.4], 20000, random_state=3,
                        confidence=0.999)
     for p in res.points:
         e = p.value
@@ -79,7 +97,7 @@ def test_single_feature_matches_majority_failure():
 def test_analytic_matches_simulation_under_bsc(house_votes_device):
     d, dev, plan = house_votes_device
     grid = [0.05, 0.1, 0.2]
-    res = run_campaign(dev, d.X, BSC(0.1), "eps", grid, 3000, seed=5, y=d.y, confidence=0.999)
+    res = run_campaign(dev, d.X, BSC(0.1), "eps", grid, 3000, random_state=5, y=d.y, confidence=0.999)
     add_analytic(res, dev, d.X, BSC(0.1), "eps", d.y)
     assert res.notes["analytic_inside_ci"] == [True, True, True]
     for p in res.points:
@@ -99,7 +117,7 @@ def test_random_stuck_lines_are_a_bsc_of_half_the_rate(house_votes_device):
     a = analytic_protected_nb(dev, d.X, fault)
     assert a["per_bit_eps"] == pytest.approx(0.1)
     assert a["same_rate"] == pytest.approx(analytic_protected_nb(dev, d.X, BSC(0.1))["same_rate"])
-    res = run_campaign(dev, d.X, fault, n_trials=2000, seed=2, confidence=0.999)
+    res = run_campaign(dev, d.X, fault, n_trials=2000, random_state=2, confidence=0.999)
     lo, hi = res.points[0].same_ci
     assert lo <= a["same_rate"] <= hi
     both = analytic_protected_nb(dev, d.X, Compose([BSC(0.05), StuckAt(rate=0.1)]))
@@ -146,21 +164,21 @@ def test_interleaving_restores_the_independent_prediction(house_votes_device):
     # bursts of mean length 2 on a copy-major wire rarely hit two copies of a feature
     d, dev, _ = house_votes_device
     ge = GilbertElliott.from_flip_rate(0.1, 4.0)
-    grouped = run_campaign(dev, d.X, ge, n_trials=1500, seed=1).points[0]
+    grouped = run_campaign(dev, d.X, ge, n_trials=1500, random_state=1).points[0]
     spread = run_campaign(dev, d.X, Interleave(ge, copy_major_order(dev.copies)),
-                          n_trials=1500, seed=1).points[0]
+                          n_trials=1500, random_state=1).points[0]
     assert grouped.same_ci[1] < spread.same_ci[0]
 
 
 # ---------------------------------------------------------------- seeds and protocol
 def test_same_seed_same_report_and_grid_points_are_independent():
     dev, X = _small_device(), _X()
-    a = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=9)
-    b = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=9)
+    a = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, random_state=9)
+    b = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, random_state=9)
     assert [p.same_per_point for p in a.points] == [p.same_per_point for p in b.points]
-    one = run_campaign(dev, X, BSC(0.1), "eps", [0.1], 300, seed=9)
+    one = run_campaign(dev, X, BSC(0.1), "eps", [0.1], 300, random_state=9)
     assert one.points[0].same_per_point == a.points[0].same_per_point
-    c = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, seed=10)
+    c = run_campaign(dev, X, BSC(0.1), "eps", [0.1, 0.3], 300, random_state=10)
     assert c.points[1].same_per_point != a.points[1].same_per_point
 
 
@@ -168,9 +186,8 @@ def test_same_seed_same_report_and_grid_points_are_independent():
                                    Compose([StuckAt(stuck1=[2]), BSC(0.05)])])
 def test_generic_protocol_equals_fast_path(fault):
     dev, X = _small_device(), _X()
-    fast = run_campaign(dev, X, fault, n_trials=200, seed=4)
-    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, seed=4,
-                        loader=ProtectedNBDevice)
+    fast = run_campaign(dev, X, fault, n_trials=200, random_state=4)
+    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, random_state=4)
     assert fast.points[0].same_per_point == slow.points[0].same_per_point
 
 
@@ -180,19 +197,14 @@ def test_generic_protocol_equals_fast_path(fault):
 def test_ecoc_fast_paths_equal_the_device_decoder(fault, ecoc_digits):
     # binary (packed XOR + popcount) and N-ary (per-event distance updates)
     # fast paths against the generic path: noisy rows through the device
-    from firmware_sim.campaign import ECOCOutputs
     X, y, _, dev, dev3 = ecoc_digits
-
-    class Generic(ECOCOutputs):            # not ECOCOutputs itself: the generic path
-        pass
-
     for d in (dev, dev3):
         f = fault
         if isinstance(fault, Interleave) and d.n_columns != 11:
             f = Interleave(fault.fault, np.arange(d.n_columns)[::-1])
-        fast = run_campaign(ECOCOutputs(d), X[:120], f, n_trials=150, seed=3, y=y[:120])
-        slow = run_campaign(Generic(d), X[:120], f, n_trials=150, seed=3, y=y[:120],
-                            loader=ECOCOutputs)
+        fast = run_campaign(d, X[:120], f, n_trials=150, random_state=3, y=y[:120])
+        slow = run_campaign(DuckDevice(d), X[:120], f, n_trials=150, random_state=3,
+                            y=y[:120])
         assert fast.points[0].same_per_point == slow.points[0].same_per_point
         assert fast.points[0].accuracy == slow.points[0].accuracy
         assert fast.points[0].same_rate < 1.0
@@ -210,9 +222,8 @@ def test_nb_fast_path_on_multiword_frames(fault):
     if fault == "interleaved":
         fault = Interleave(BSC(0.1), copy_major_order(dev.copies))
     X = _X(25, 30, seed=2)
-    fast = run_campaign(dev, X, fault, n_trials=200, seed=5, y=X[:, 0])
-    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, seed=5, y=X[:, 0],
-                        loader=ProtectedNBDevice)
+    fast = run_campaign(dev, X, fault, n_trials=200, random_state=5, y=X[:, 0])
+    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=200, random_state=5, y=X[:, 0])
     assert fast.points[0].same_per_point == slow.points[0].same_per_point
     assert fast.points[0].accuracy == slow.points[0].accuracy
     assert fast.points[0].same_rate < 1.0
@@ -221,20 +232,20 @@ def test_nb_fast_path_on_multiword_frames(fault):
 def test_image_faults_reload_the_device():
     dev, X = _small_device(), _X()
     y = dev.predict(X)
-    none = run_campaign(dev, X, ParameterUpset(count=0), n_trials=20, seed=0, y=y)
+    none = run_campaign(dev, X, ParameterUpset(count=0), n_trials=20, random_state=0, y=y)
     assert none.points[0].same_rate == 1.0 and none.points[0].accuracy == 1.0
-    checked = run_campaign(dev, X, ParameterUpset(count=1, checked=True), n_trials=30, seed=0)
+    checked = run_campaign(dev, X, ParameterUpset(count=1, checked=True), n_trials=30, random_state=0)
     assert checked.points[0].refused == 30 and checked.points[0].same_rate == 0.0
     # upsets only in the weights: never refused for low bits, the label can change
     res = run_campaign(dev, X, ParameterUpset(count=1, arrays=["weights"]), "count", [1, 4],
-                       100, seed=1)
+                       100, random_state=1)
     assert all(p.ci_trials == 100 for p in res.points)
     assert res.points[0].same_rate < 1.0
     assert res.points[1].same_rate <= res.points[0].same_rate + 0.05
     duck = run_campaign(DuckDevice(dev), X, ParameterUpset(count=1, arrays=["weights"]),
-                        n_trials=50, seed=1, loader=ProtectedNBDevice)
+                        n_trials=50, random_state=1)
     base = run_campaign(dev, X, ParameterUpset(count=1, arrays=["weights"]), n_trials=50,
-                        seed=1)
+                        random_state=1)
     assert duck.points[0].same_per_point == base.points[0].same_per_point
     mixed = run_campaign(dev, X, Compose([ParameterUpset(count=0), BSC(0.0)]), n_trials=5)
     assert mixed.points[0].same_rate == 1.0
@@ -242,7 +253,7 @@ def test_image_faults_reload_the_device():
 
 def test_campaign_input_errors():
     dev, X = _small_device(), _X()
-    with pytest.raises(TypeError, match="lacks"):
+    with pytest.raises(TypeError, match="must be a firmware_sim Device"):
         run_campaign(object(), X, BSC(0.1))
     with pytest.raises(TypeError, match="must be a firmware_sim.faults.Fault"):
         run_campaign(dev, X, 0.1)
@@ -259,7 +270,7 @@ def test_campaign_input_errors():
 # ---------------------------------------------------------------- reports
 def test_json_report_round_trip(tmp_path):
     dev, X = _small_device(), _X()
-    res = run_campaign(dev, X, GilbertElliott(0.1, 0.3), "p", [0.05, 0.1], 100, seed=1,
+    res = run_campaign(dev, X, GilbertElliott(0.1, 0.3), "p", [0.05, 0.1], 100, random_state=1,
                        y=dev.predict(X))
     add_analytic(res, dev, X, GilbertElliott(0.1, 0.3), "p")
     path = tmp_path / "report.json"
@@ -306,16 +317,18 @@ def test_cli_campaign_writes_reports(tmp_path, house_votes_device):
 
 def test_plot_campaign(tmp_path):
     pytest.importorskip("matplotlib")
-    from export.campaign import plot_campaign
+    from export.report import plot_campaign
     dev, X = _small_device(), _X()
-    res = run_campaign(dev, X, BSC(0.1), "eps", [0.05, 0.2], 100, seed=0)
+    res = run_campaign(dev, X, BSC(0.1), "eps", [0.05, 0.2], 100, random_state=0)
     add_analytic(res, dev, X, BSC(0.1), "eps")
     path = plot_campaign(res, tmp_path / "c.png")
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path
 
 
-def test_burst_vs_independent_rows():
-    rows = burst_vs_independent(flip_rates=(0.1,), trials=60, interleave=False)
+def test_compare_channels_rows():
+    """The rows of the demo's campaign stage (and of benchmarks/burst_vs_independent.py)."""
+    d, devices = house_votes_devices()
+    rows = compare_channels(d, devices, flip_rates=(0.1,), trials=60, interleave=False)
     assert {(r["channel"], r["plan"]) for r in rows} == {
         (c, p) for c in ("independent", "burst") for p in ("none", "uniform", "greedy")}
     assert all((r["analytic"] is None) == (r["channel"] == "burst") for r in rows)
@@ -334,7 +347,7 @@ def _mc_hamming(code, eps, trials, seed, ties="first"):
 
 
 def test_hamming_exact_matches_monte_carlo_and_beats_the_bound():
-    from export.campaign import hamming_decoding_exact, hamming_guarantee
+    from export.analytics import hamming_decoding_exact, hamming_guarantee
     code = np.array([[0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 0, 0, 0, 1], [0, 1, 1, 1, 1, 0, 0],
                      [1, 0, 0, 1, 1, 1, 1], [1, 1, 0, 1, 0, 1, 0]])
     eps, trials = 0.15, 20000
@@ -379,53 +392,50 @@ def ecoc_digits():
     return X[600:900], y[600:900], code, dev, dev3
 
 
-def test_ecoc_outputs_protocol_and_bsc_is_corrupt(ecoc_digits):
-    from firmware_sim.campaign import ECOCOutputs
+def test_ecoc_intermediate_site_and_bsc_is_corrupt(ecoc_digits):
     X, y, code, dev, _ = ecoc_digits
-    a = ECOCOutputs(dev)
+    a = dev
     q = dev.quantize(X)
     assert_eq = np.testing.assert_array_equal
-    assert_eq(a.transmit(X), dev.learner_outputs(q))
-    assert_eq(a.transmit(q), a.transmit(X))            # int16 inputs are taken as fixed point
-    assert_eq(a.predict(X), dev.predict(q))
-    assert_eq(a.predict_bits(a.transmit(X)), dev.predict(q))
-    res = run_campaign(a, X, BSC(0.0), "eps", [0.0, 1.0], 3, seed=0, y=y)
+    assert_eq(a.encode(X), q)
+    assert_eq(a.stage(a.encode(X)), dev.learner_outputs(q))
+    assert_eq(a.finish(a.stage(q)), dev.predict(q))
+    assert a.default_site == "intermediate"
+    res = run_campaign(a, X, BSC(0.0), "eps", [0.0, 1.0], 3, random_state=0, y=y)
     assert res.points[0].same_rate == 1.0
     assert res.points[1].same_rate == pytest.approx(
         np.mean(dev.decode(1 - dev.learner_outputs(q)) == dev.predict(q)))
     assert res.device["kind"] == "ecoc" and "resources" in res.device
-    # parameter upsets on the stored code: ECOCOutputs is its own loader
-    up = run_campaign(a, X, ParameterUpset(count=1, arrays=["code_bits"]), n_trials=20, seed=0)
-    assert up.points[0].refused == 0 and 0.5 < up.points[0].same_rate <= 1.0
-    with pytest.raises(TypeError, match="ECOCOutputs wraps"):
-        ECOCOutputs(object())
+    # parameter upsets on the stored code: code_bits is derived from code, so a
+    # flipped bit there is an inconsistent image, refused by the loader
+    up = run_campaign(a, X, ParameterUpset(count=1, arrays=["code_bits"]), n_trials=20,
+                      random_state=0)
+    assert up.points[0].refused == 20
 
 
 def test_ecoc_nary_outputs_are_replaced_by_other_symbols(ecoc_digits):
-    from firmware_sim.campaign import ECOCOutputs
     X, y, _, _, dev3 = ecoc_digits
-    a = ECOCOutputs(dev3)
-    assert a.wire_symbols == 3
+    a = dev3
+    assert a.stage_symbols == 3
     seen = []
 
-    class Spy(ECOCOutputs):
-        def predict_bits(self, symbols):
+    class Spy(DuckDevice):
+        def finish(self, symbols):
             seen.append(np.array(symbols))
-            return super().predict_bits(symbols)
+            return super().finish(symbols)
 
-    clean = a.transmit(X[:50])
-    run_campaign(Spy(dev3), X[:50], BSC(1.0), n_trials=4, seed=0)
-    np.testing.assert_array_equal(seen[0], a.transmit(X[:50]))     # the clean labels' call
-    got = np.concatenate(seen[1:])
+    clean = a.stage(a.encode(X[:50]))
+    run_campaign(Spy(dev3), X[:50], BSC(1.0), n_trials=4, random_state=0)
+    got = np.concatenate(seen)
     ref = np.repeat(clean, 4, axis=0)
     assert got.shape == ref.shape and np.all(got != ref) and got.max() <= 2
     # each replacement uniform over the two other symbols
     up = ((got.astype(int) - ref) % 3 == 1).mean()
     assert 0.45 < up < 0.55
-    res = run_campaign(a, X, BSC(0.1), n_trials=200, seed=1, y=y)
-    sim = dev3.simulate(dev3.quantize(X), y, 0.1, n_trials=200, random_state=2)
+    res = run_campaign(a, X, BSC(0.1), n_trials=200, random_state=1, y=y)
+    sim = dev3.simulate(X, 0.1, 200, random_state=2, y=y)
     lo, hi = res.points[0].accuracy_ci
-    assert lo - 0.01 <= sim.accuracy[0] <= hi + 0.01
+    assert lo - 0.01 <= sim.accuracy <= hi + 0.01
     with pytest.raises(ValueError, match="symbol meaning"):
         run_campaign(a, X, StuckAt(stuck1=[0]))
     # N-ary: exact rates (3^6 received words), and the radius bound holds for
@@ -444,13 +454,12 @@ def test_ecoc_nary_outputs_are_replaced_by_other_symbols(ecoc_digits):
 
 
 def test_ecoc_analytic_hamming_matches_simulation(ecoc_digits):
-    from export.campaign import (analytic_ecoc, ecoc_exact_tables, ecoc_flip_radius,
-                                 hamming_decoding_exact, hamming_guarantee)
-    from firmware_sim.campaign import ECOCOutputs
+    from export.analytics import (analytic_ecoc, ecoc_exact_tables, ecoc_flip_radius,
+                                  hamming_decoding_exact, hamming_guarantee)
     X, y, code, dev, _ = ecoc_digits
-    a = ECOCOutputs(dev)
+    a = dev
     grid = [0.03, 0.1]
-    res = run_campaign(a, X, BSC(0.1), "eps", grid, 1000, seed=0, y=y)
+    res = run_campaign(a, X, BSC(0.1), "eps", grid, 1000, random_state=0, y=y)
     add_analytic(res, a, X, BSC(0.1), "eps", y)
     g = hamming_guarantee(code, 0.1)
     assert g["d_r"] == 4 and g["t"] == 1
@@ -494,31 +503,30 @@ def test_ssbc_stored_code_flips_in_a_campaign():
     from sklearn.datasets import load_digits
 
     from edgecode.hashing import SSBC
-    from export.campaign import LOADERS
     from export.ssbc import export_ssbc
-    from firmware_sim.campaign import SSBCCodes
-    from firmware_sim.ssbc import load_ssbc
+    from firmware_sim import load
+    from firmware_sim.ssbc import SSBCDevice, load_ssbc
 
     X, y = load_digits(return_X_y=True)
     h = SSBC(16, 64, 32, center=True, random_state=0).fit(X[:400])
     ex = export_ssbc(h, X_table=X[:400], y_table=y[:400], knn_k=3)
     dev = load_ssbc(ex.container)
-    a = LOADERS["ssbc"](dev.container)
-    assert isinstance(a, SSBCCodes)
+    a = load(dev.container)
+    assert isinstance(a, SSBCDevice)
     Xt, yt = X[1200:1400], y[1200:1400]
-    np.testing.assert_array_equal(a.transmit(Xt), dev.bits(Xt))
-    np.testing.assert_array_equal(a.predict_bits(a.transmit(Xt)), dev.predict(Xt))
+    np.testing.assert_array_equal(a.stage(a.encode(Xt)), dev.bits(Xt))
+    np.testing.assert_array_equal(a.finish(a.stage(a.encode(Xt))), dev.predict(Xt))
     eps, trials = 0.05, 40
     # stored-table upsets: one faulty image per trial, every point through it
     res = run_campaign(a, Xt, ParameterUpset(rate=eps, arrays=["table_codes"]), n_trials=trials,
-                       seed=0, y=yt)
+                       random_state=0, y=yt)
     p = res.points[0]
     assert p.refused == 0 and p.ci_trials == trials and p.same_rate < 1.0
     ref = np.mean([np.mean(dev.predict_noisy(Xt, eps_table=eps, random_state=s) ==
                            dev.predict(Xt)) for s in range(trials)])
     assert p.same_ci[0] - 0.02 <= ref <= p.same_ci[1] + 0.02
     # computed-code flips: a BSC on the wire is predict_noisy(eps_bits=...)
-    bits = run_campaign(a, Xt, BSC(eps), n_trials=trials, seed=1).points[0]
+    bits = run_campaign(a, Xt, BSC(eps), n_trials=trials, random_state=1).points[0]
     ref = np.mean([np.mean(dev.predict_noisy(Xt, eps_bits=eps, random_state=s) ==
                            dev.predict(Xt)) for s in range(trials)])
     assert bits.same_ci[0] - 0.01 <= ref <= bits.same_ci[1] + 0.01
@@ -565,10 +573,9 @@ def test_cli_campaign_on_ecoc_and_ssbc_artifacts(tmp_path, ecoc_digits):
                          ids=["bsc", "burst"])
 def test_ecoc_fast_path_equals_generic_protocol(ecoc_digits, fault):
     """The sparse ECOC path decodes trial for trial what the device would."""
-    from firmware_sim.campaign import ECOCOutputs
     X, y, _, dev, _ = ecoc_digits
-    fast = run_campaign(ECOCOutputs(dev), X, fault, n_trials=150, seed=7, y=y)
-    slow = run_campaign(DuckDevice(ECOCOutputs(dev)), X, fault, n_trials=150, seed=7, y=y)
+    fast = run_campaign(dev, X, fault, n_trials=150, random_state=7, y=y)
+    slow = run_campaign(DuckDevice(dev), X, fault, n_trials=150, random_state=7, y=y)
     assert fast.points[0].same_per_point == slow.points[0].same_per_point
     assert fast.points[0].accuracy == slow.points[0].accuracy
 
@@ -580,7 +587,6 @@ def test_ecoc_fast_path_multiword_and_ternary_codes():
     from edgecode.ecoc import make_code
     from edgecode.ecoc.classifier import ECOCClassifier
     from export.ecoc import export_ecoc
-    from firmware_sim.campaign import ECOCOutputs
 
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
@@ -588,9 +594,9 @@ def test_ecoc_fast_path_multiword_and_ternary_codes():
                  make_code("one_vs_one", 10)):                        # ternary (-1 entries)
         clf = ECOCClassifier(DecisionTreeClassifier(max_depth=4, random_state=0),
                              code=code).fit(X[:500], y[:500])
-        a = ECOCOutputs(export_ecoc(clf, X[:500]).device)
-        fast = run_campaign(a, X[500:620], BSC(0.15), n_trials=60, seed=3, y=y[500:620])
-        slow = run_campaign(DuckDevice(a), X[500:620], BSC(0.15), n_trials=60, seed=3,
+        a = export_ecoc(clf, X[:500]).device
+        fast = run_campaign(a, X[500:620], BSC(0.15), n_trials=60, random_state=3, y=y[500:620])
+        slow = run_campaign(DuckDevice(a), X[500:620], BSC(0.15), n_trials=60, random_state=3,
                             y=y[500:620])
         assert fast.points[0].same_per_point == slow.points[0].same_per_point
         assert fast.points[0].accuracy == slow.points[0].accuracy

@@ -328,5 +328,5 @@ def test_simulate_validation(kwargs, exc, match):
     args = {"X": [[1, 0], [0, 1]], "eps": 0.1, "n_trials": 10, **kwargs}
     with pytest.raises(exc, match=match):
         simulate(dev, **args)
-    with pytest.raises(TypeError, match="device must be a ProtectedNBDevice"):
-        simulate("dev", [[1]], 0.1, 10)
+    with pytest.raises(TypeError, match="device must be a firmware_sim Device"):
+        simulate(5, [[1]], 0.1, 10)

@@ -83,7 +83,7 @@ def test_probabilities_over_all_classes_sum_to_one_and_eps_zero_is_the_label():
 def test_repetition_code_is_the_binomial_tail_and_matches_hamming_decoding_exact():
     from math import comb
 
-    from export.campaign import hamming_decoding_exact
+    from export.analytics import hamming_decoding_exact
     tail = sum(comb(7, k) * 0.2**k * 0.8 ** (7 - k) for k in range(4))
     np.testing.assert_allclose(codeword_decoding_probabilities([[0] * 7, [1] * 7], 0.2),
                                [tail, tail], atol=1e-14)
@@ -111,12 +111,12 @@ def _device(digits, estimator, **kw):
 
 
 def _check_campaign(dev, digits, eps, trials):
-    from export.campaign import add_analytic
-    from firmware_sim.campaign import ECOCOutputs, run_campaign
+    from export.analytics import add_analytic
+    from firmware_sim.campaign import run_campaign
     from firmware_sim.faults import BSC
     X, y = digits[0][600:900], digits[1][600:900]
-    a = ECOCOutputs(dev)
-    res = run_campaign(a, X, BSC(eps), "eps", [eps], trials, seed=0, y=y)
+    a = dev
+    res = run_campaign(a, X, BSC(eps), "eps", [eps], trials, random_state=0, y=y)
     add_analytic(res, a, X, BSC(eps), "eps", y)
     p = res.points[0]
     an = p.analytic
@@ -160,8 +160,7 @@ def test_nary_device_matches_monte_carlo(digits):
 def test_ternary_device_equals_ecoc_exact_tables(digits):
     from sklearn.tree import DecisionTreeClassifier
 
-    from export.campaign import analytic_ecoc, ecoc_exact_tables
-    from firmware_sim.campaign import ECOCOutputs
+    from export.analytics import analytic_ecoc, ecoc_exact_tables
     from firmware_sim.faults import BSC
     rng = np.random.default_rng(7)
     code = rng.integers(0, 2, (10, 12))
@@ -169,7 +168,7 @@ def test_ternary_device_equals_ecoc_exact_tables(digits):
     dev = _device(digits, DecisionTreeClassifier(max_depth=4, random_state=0), code=code)
     assert (dev.code < 0).any() and dev.n_symbols == 2
     X, y = digits[0][600:900], digits[1][600:900]
-    a = ECOCOutputs(dev)
+    a = dev
     tables = ecoc_exact_tables(dev, dev.learner_outputs(dev.quantize(X)), y)
     for eps in (0.05, 0.3, 0.9):
         new = analytic_ecoc(a, X, BSC(eps), y)

@@ -172,10 +172,11 @@ def test_resources_and_channel_statistics(digits):
     changed = noisy != sym
     assert abs(changed.mean() - 0.3) < 0.03
     assert noisy.min() >= 0 and noisy.max() <= 2
-    sim = dev.simulate(dev.quantize(Xte), np.searchsorted(clf.classes_, yte), [0.0, 0.1, 0.3],
-                       n_trials=3, random_state=0)
-    assert sim.accuracy[0] == sim.clean_accuracy
-    assert sim.accuracy[2] < sim.accuracy[0]
+    y_idx = np.searchsorted(clf.classes_, yte)
+    sim = [dev.simulate(Xte, e, 3, random_state=0, y=y_idx) for e in (0.0, 0.1, 0.3)]
+    assert sim[0].accuracy == np.mean(dev.predict(dev.quantize(Xte)) == y_idx)
+    assert sim[0].mean_same_rate == 1.0
+    assert sim[2].accuracy < sim[0].accuracy
     binary = ECOCClassifier(LogisticRegression(max_iter=500),
                             code=_codes()["binary"]).fit(Xtr, ytr)
     bdev = export_ecoc(binary, Xtr).device

@@ -56,7 +56,7 @@ def test_prediction_matches_campaigns(house_votes):
     # exactly one upset per image: exact, inside the simulated 99% interval
     one = ParameterUpset(count=1)
     pred = tab.predict(one)
-    res = run_campaign(dev, d.X, one, n_trials=1500, seed=3, y=d.y).points[0]
+    res = run_campaign(dev, d.X, one, n_trials=1500, random_state=3, y=d.y).points[0]
     assert pred["same_rate_interval"][0] == pred["same_rate_interval"][1] == pred["same_rate"]
     lo, hi = res.same_ci
     assert lo <= pred["same_rate"] <= hi
@@ -68,7 +68,7 @@ def test_prediction_matches_campaigns(house_votes):
     pr = tab.predict(rate)
     a, b = pr["same_rate_interval"]
     assert b - a == pytest.approx(pr["p_more_than_one_upset"]) and b - a < 0.02
-    sim = run_campaign(dev, d.X, rate, n_trials=1500, seed=4).points[0]
+    sim = run_campaign(dev, d.X, rate, n_trials=1500, random_state=4).points[0]
     assert sim.same_ci[0] <= b and a <= sim.same_ci[1]
     assert tab.predict(ParameterUpset(count=0))["same_rate"] == 1.0
     assert not tab.predict(ParameterUpset(count=2))["available"]

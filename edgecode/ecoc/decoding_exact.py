@@ -98,7 +98,7 @@ def _check_problem(code, eps, n_symbols, ties, max_words):
             f"exact enumeration of N^L = {N}^{L} = {n_words} received words exceeds "
             f"max_words = {max_words} (12 bytes per word); raise max_words if memory allows, "
             f"or use the radius lower bound (at most floor((d_r - 1) / 2) errors never change "
-            f"a codeword's label: export.campaign.hamming_guarantee, ecoc_flip_radius)")
+            f"a codeword's label: export.analytics.hamming_guarantee, ecoc_flip_radius)")
     return code, N, eps
 
 

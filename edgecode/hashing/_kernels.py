@@ -1,6 +1,7 @@
 """Numba kernels for ``edgecode.hashing`` (njit only; the wrappers validate).
 
-* ``_popcount64``        -- LLVM ``ctpop`` on a uint64 (one POPCNT instruction).
+* ``_ctpop``             -- LLVM ``ctpop`` on a uint64 (one POPCNT instruction),
+  imported from :mod:`edgecode._kernels` (the one host-side copy).
 * ``_affinity_from_gram`` -- Gaussian affinities from a cross product, in place.
 * ``_hamming_topk``      -- top-k Hamming search over packed uint64 codes
   (bounded buckets per distance, one database pass per block of queries).
@@ -15,28 +16,10 @@ rankings break ties by the lower database index.
 import math
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
+from numba import njit
 
 from .._config import NJIT
-
-
-@intrinsic
-def _ctpop(typingctx, x):
-    """Population count of a uint64 (LLVM intrinsic ``llvm.ctpop.i64``)."""
-    if x != types.uint64:
-        return None
-    sig = types.uint64(types.uint64)
-
-    def codegen(context, builder, signature, args):
-        return builder.ctpop(args[0])
-
-    return sig, codegen
-
-
-@njit(**NJIT)
-def _popcount64(x):
-    return _ctpop(x)
+from .._kernels import _ctpop  # the one host-side popcount
 
 
 @njit(**NJIT)

@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from firmware_sim.artifact import ContainerError
+
 from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
@@ -56,13 +58,23 @@ def _build_parser():
     return p
 
 
+def _one_line(exc):
+    """An exception's message on one line (the CLI prints ``error: <message>``)."""
+    return " ".join(str(exc).splitlines()) or type(exc).__name__
+
+
 def main(argv=None):
     """Entry point of the ``edgecode`` console script; returns the exit status."""
     args = _build_parser().parse_args(argv)
     try:
         args.func(args)
+    except ContainerError as exc:
+        # a malformed or inconsistent artifact (bytes, schema, consistency rules or
+        # metadata types): refused by the loader before anything runs on it
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
     except (ValueError, TypeError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\ninterrupted: stopped cleanly, no output file was written or replaced",

@@ -10,11 +10,15 @@ Example::
     edgecode campaign hv.edgc --fault seu --set arrays=weights --param count --grid 1,2,4
 
 ECOC and SSBC artifacts (``edgecode ecoc --out``, ``edgecode hash --out``)
-run the same way: the container's kind picks the device
-(``export.campaign.LOADERS``). ECOC bit faults act on the learner outputs
-(N-ary codes: an event replaces the symbol by a uniformly random other one;
-bsc and burst only), SSBC bit faults on the computed code, and
-``--fault seu --set arrays=table_codes`` upsets the stored SSBC code table::
+run the same way: ``firmware_sim.load`` picks the device for the container's
+kind. Bit faults act at ``--site``: ``wire`` (the frames the host sends:
+repeated feature bits, or int16 features as 16 bits each) or
+``intermediate`` (decoded feature bits; ECOC learner outputs, where an N-ary
+event replaces the symbol by a uniformly random other one, bsc and burst
+only; SSBC code bits). The default is the kind's own (wire for naive Bayes,
+intermediate for ECOC and SSBC). ``--fault seu`` upsets the stored image and
+re-runs the faulty device end to end (``--set arrays=lin_weights`` reaches
+the ECOC learners, ``arrays=table_codes`` the SSBC code table)::
 
     edgecode ecoc digits --learner logistic --code dense_random --N 2 --out dg.edgc
     edgecode campaign dg.edgc --data digits --fault bsc --param eps --grid 0.02,0.05,0.1
@@ -70,30 +74,27 @@ def _parse_grid(text):
     return vals
 
 
-def _default_params(fault, param, grid, params):
-    """Fill the swept parameter with the grid's first value so the base model builds."""
+def _default_params(param, grid, params):
+    """Fill the swept parameter with the grid's first value so the base model builds
+    (each fault model fills the rest: ``Fault.default_params``)."""
     params = dict(params)
     if param is not None and "." not in param:
         params.setdefault(param, grid[0])
-    if fault == "burst" and "flip_rate" in params and "mean_burst" not in params \
-            and "r" not in params:
-        params["mean_burst"] = 4.0
-    if fault == "seu" and "rate" not in params and "count" not in params:
-        params["count"] = 1
     return params
 
 
 def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials=1000, seed=0,
                      dataset=None, split="test", max_points=None, confidence=0.99,
-                     profile=None, json_path=None, plot_path=None, stream=None):
+                     profile=None, json_path=None, plot_path=None, stream=None, site=None):
     """Load an artifact, run a campaign on dataset rows, print the table, write reports.
 
     Returns the :class:`~firmware_sim.campaign.CampaignResult` (with analytic
     predictions attached where a closed form exists).
     """
-    from export.campaign import add_analytic, format_campaign, plot_campaign
+    from export.analytics import add_analytic
+    from export.report import format_campaign, plot_campaign
     from firmware_sim.campaign import run_campaign
-    from firmware_sim.faults import make_fault
+    from firmware_sim.faults import FAULTS, make_fault
     from firmware_sim.profiles import annotate, check_fits, get_profile
 
     out = stream or sys.stdout
@@ -101,15 +102,19 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     if profile is not None:
         prof = get_profile(profile)
         check_fits(prof, device.resources(), container)
-    base = make_fault(fault, **_default_params(fault, param, grid or [None], params or {}))
-    res = run_campaign(device, X, base, param, grid, trials, seed=seed, y=y,
-                       confidence=confidence)
+    if fault not in FAULTS:
+        raise ValueError(f"unknown fault model {fault!r}; known: {sorted(FAULTS)}")
+    base = make_fault(fault, **FAULTS[fault].default_params(
+        _default_params(param, grid or [None], params or {})))
+    res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
+                       site=site, confidence=confidence)
     add_analytic(res, device, X, base, param, y)
     if profile is not None:
         res.device["profile"] = annotate(device.resources(), prof)
     print(f"campaign on {artifact if isinstance(artifact, str) else '<artifact>'}: "
           f"{container.kind}, {data_name} ({len(X)} points x {trials} trials per value), "
-          f"fault {base!r}, seed {seed}", file=out)
+          f"fault {base!r} at {res.site if base.target != 'image' else 'the image'}, "
+          f"seed {seed}", file=out)
     if profile is not None:
         est = res.device["profile"]["estimate"]
         print(f"profile {prof.name}: {est['cycles']:.0f} cycles, "
@@ -127,24 +132,18 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
 
 def _device_and_rows(artifact, dataset, split, max_points):
     """(container, campaign device, X, y, data name) of an artifact and its data rows."""
-    from edgecode import datasets
-    from export.campaign import LOADERS
-    from firmware_sim.artifact import read_container
+    from export.registry import kind_rows
+    from firmware_sim import load
 
-    container = read_container(artifact)
-    if container.kind not in LOADERS:
-        raise ValueError(f"campaigns on {container.kind!r} artifacts are not wired yet "
-                         f"(supported: {sorted(LOADERS)})")
-    device = LOADERS[container.kind](container)
-    dataset = dataset or container.meta.get("dataset")
+    device = load(artifact)
+    container = device.container
+    dataset = dataset or (container.meta or {}).get("dataset")
     if dataset is None:
         raise ValueError("the artifact records no dataset; pass --data")
-    if container.kind == "protected_nb":
-        data = datasets.load(dataset) if isinstance(dataset, str) else dataset
-        rows = data.subset(split) if (data.split is not None and split != "all") else data
-        X, y, data_name = rows.X, rows.y, data.name
-    else:
-        X, y, data_name = _multiclass_rows(container, dataset, split)
+    if not isinstance(dataset, (str, tuple, list)) and not hasattr(dataset, "X"):
+        raise ValueError(f"the artifact's meta 'dataset' must be a name or path; got "
+                         f"{dataset!r}")
+    X, y, data_name = kind_rows(container.kind)(container, dataset, split)
     if max_points is not None:
         X, y = X[:max_points], (None if y is None else y[:max_points])
     return container, device, X, y, data_name
@@ -193,6 +192,15 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
     return tab
 
 
+def _nb_rows(container, dataset, split):
+    """(X, y, name) for a protected naive Bayes artifact: a bundled dataset or CSV."""
+    from edgecode import datasets
+
+    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+    rows = data.subset(split) if (data.split is not None and split != "all") else data
+    return rows.X, rows.y, data.name
+
+
 def _multiclass_rows(container, dataset, split):
     """(X, y as class indices or None, name) for an ECOC or SSBC artifact.
 
@@ -233,7 +241,7 @@ def _multiclass_rows(container, dataset, split):
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
     """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
-    from export.campaign import run_demo_stage as _stage
+    from export.demo_campaign import run_demo_stage as _stage
     return _stage(out_dir, trials=trials, stream=stream)
 
 
@@ -244,7 +252,9 @@ def register(sub):
     c.add_argument("artifact", help="device container: protected_nb ('edgecode plan --out'), "
                    "ecoc ('edgecode ecoc --out') or ssbc with a code table "
                    "('edgecode hash --out')")
-    c.add_argument("--fault", required=True, choices=["bsc", "burst", "stuck", "seu"],
+    from firmware_sim.faults import FAULTS
+
+    c.add_argument("--fault", required=True, choices=sorted(FAULTS),
                    help="bsc: independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "
                         "eps_bad, or flip_rate and mean_burst); stuck: stuck lines (stuck0, "
                         "stuck1, rate, value); seu: parameter upsets (rate or count, arrays, "
@@ -253,6 +263,10 @@ def register(sub):
                    help="a fault parameter (repeatable); lists comma separated")
     c.add_argument("--param", help="parameter to sweep (e.g. eps, flip_rate, rate, count)")
     c.add_argument("--grid", help="comma list of values of --param")
+    c.add_argument("--site", choices=["wire", "intermediate"], default=None,
+                   help="where bit faults act: the frames on the wire or the device's "
+                        "intermediate results (default: wire for naive Bayes, intermediate "
+                        "for ECOC learner outputs and SSBC code bits)")
     c.add_argument("--trials", type=int, default=1000, help="trials per point and value")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
@@ -293,7 +307,8 @@ def _cmd_campaign(args):
                      None if args.grid is None else _parse_grid(args.grid), args.trials,
                      seed=args.seed, dataset=args.data, split=args.split,
                      max_points=args.max_points, confidence=args.confidence,
-                     profile=args.profile, json_path=args.json_path, plot_path=args.plot_path)
+                     profile=args.profile, json_path=args.json_path, plot_path=args.plot_path,
+                     site=args.site)
 
 
 def _cmd_upsets(args):

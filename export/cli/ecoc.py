@@ -111,11 +111,12 @@ def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding
         say(f"wrote container {out} ({len(exp.container)} bytes)")
     if onnx_out is not None:
         say(f"wrote ONNX {onnx_out}")
-    sim = dev.simulate(q, y_idx, list(eps), n_trials=trials, random_state=seed)
-    say("accuracy under noisy learner outputs (eps per learner):")
-    say("eps;accuracy;std")
-    for e, a, s in zip(sim.eps, sim.accuracy, sim.accuracy_std):
-        say(f"{e:g};{a:.4f};{s:.4f}")
+    rng = np.random.default_rng(seed)
+    sim = [dev.simulate(Xte, float(e), trials, random_state=rng, y=y_idx) for e in eps]
+    say("accuracy under noisy learner outputs (eps per learner, the intermediate site):")
+    say("eps;accuracy;same_rate")
+    for e, r in zip(eps, sim):
+        say(f"{float(e):g};{r.accuracy:.4f};{r.mean_same_rate:.4f}")
     result.update(device_accuracy=dev_acc, simulation=sim)
     return result
 
@@ -145,6 +146,17 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
         print(f"onnxruntime labels == device labels on all {len(q)} test inputs: {agree}",
               file=out)
         res["onnx_agrees"] = agree
+        # parameter upsets reach the learners: each trial re-loads a faulty image
+        # and re-runs the whole device (firmware_sim's device contract)
+        from firmware_sim.campaign import run_campaign
+        from firmware_sim.faults import ParameterUpset
+        arrays = ["lin_weights"] if dev.learner_kind == "linear" else ["tree_threshold"]
+        up = run_campaign(dev, res["X_test"], ParameterUpset(count=4, arrays=arrays),
+                          n_trials=max(20, int(trials) // 40), random_state=0).points[0]
+        print(f"4 upset bits in {arrays[0]} per image ({up.ci_trials} images, every test "
+              f"input): same label {up.same_rate:.4f} [{up.same_ci[0]:.4f}, "
+              f"{up.same_ci[1]:.4f}], refused {up.refused}", file=out)
+        res["upsets"] = up
         results[tag] = res
     return results
 

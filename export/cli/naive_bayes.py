@@ -308,8 +308,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
                  confidence=0.99, max_points=None, stream=None):
     """Monte Carlo campaign on the device runtime next to the SCP predicted for it."""
     from edgecode import datasets
-    from edgecode.redundancy import repetition_error
-    from edgecode.scp import scp_bounds, scp_exact
+    from export.analytics import device_scp
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
     from edgecode._stats import wilson_interval
@@ -317,6 +316,9 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     out = stream or sys.stdout
     container = read_container(artifact) if not isinstance(artifact, bytes) else \
         read_container(artifact)
+    if container.kind != "protected_nb":
+        return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
+                               confidence, max_points, out)
     device = load_protected_nb(container)
     data = datasets.load(dataset) if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
@@ -334,18 +336,10 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     p = int(np.sum(same)) / total
     lo_ci, hi_ci = (float(v) for v in wilson_interval(int(np.sum(same)), total, confidence))
     # the device's own classifier as a linear model: predicted SCP of what it runs
-    scale = 2.0 ** device.scale_shift
-    acc = device.decision(X).astype(np.float64)
-    w = device.weights.astype(np.float64)
-    margin = acc / scale
-    deltas = (1.0 - 2.0 * X) * w / scale
-    eff = repetition_error(np.broadcast_to(eps_v, (device.n_features,)), device.repetitions)
-    if device.n_features <= 24:
-        pred = scp_exact(margin, deltas, eff)
+    pred, lo, hi, method = device_scp(device, X, eps_v)
+    if method == "exact":
         pred_txt = f"{pred.mean():.6f} (exact)"
     else:
-        lo, hi = scp_bounds(margin, deltas, eff)
-        pred = (lo + hi) / 2
         pred_txt = f"in [{lo.mean():.6f}, {hi.mean():.6f}] (certified bounds)"
     inside = lo_ci <= pred.mean() <= hi_ci
     print(f"simulate {artifact if not isinstance(artifact, bytes) else '<bytes>'} on "
@@ -363,6 +357,39 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
               f"planning points", file=out)
     return {"rate": p, "ci": (lo_ci, hi_ci), "predicted": float(pred.mean()),
             "inside": inside, "same": same, "clean": clean}
+
+
+def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
+                    max_points, out):
+    """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
+    ``simulate`` at the kind's default site, rate and accuracy with intervals."""
+    from edgecode._stats import wilson_interval
+    from export.registry import kind_rows
+    from firmware_sim import load, simulate
+
+    device = load(container)
+    data = dataset if dataset != "house_votes" else (container.meta or {}).get("dataset")
+    if data is None:
+        raise ValueError("the artifact records no dataset; pass --data")
+    X, y, name = kind_rows(container.kind)(container, data, split)
+    if max_points is not None:
+        X, y = X[:max_points], (None if y is None else y[:max_points])
+    eps_v = eps if np.ndim(eps) else float(eps)
+    t0 = time.perf_counter()
+    res = simulate(device, X, eps_v, trials, random_state=seed, y=y)
+    sim_s = time.perf_counter() - t0
+    total = len(X) * trials
+    p = res.mean_same_rate
+    lo, hi = (float(v) for v in wilson_interval(int(res.same.sum()), total, confidence))
+    label = artifact if isinstance(artifact, str) else "<artifact>"
+    print(f"simulate {label}: {container.kind} on {name} ({len(X)} points x {trials} trials, "
+          f"eps = {eps} at the {device.default_site} site, seed {seed})", file=out)
+    print(f"simulated same-classification rate: {p:.6f}  {100 * confidence:g}% CI "
+          f"[{lo:.6f}, {hi:.6f}]  ({sim_s:.2f}s)", file=out)
+    if res.accuracy is not None:
+        print(f"accuracy under noise: {res.accuracy:.6f}", file=out)
+    return {"rate": p, "ci": (lo, hi), "accuracy": res.accuracy, "same": res.same,
+            "clean": res.clean_labels}
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
@@ -446,8 +473,10 @@ def register(sub):
                     ".json (with the certified interval)")
     pl.set_defaults(func=_cmd_plan)
 
-    s = sub.add_parser("simulate", help="Monte Carlo campaign of a protected NB artifact")
-    s.add_argument("artifact", help="container written by 'edgecode plan --out'")
+    s = sub.add_parser("simulate", help="Monte Carlo run of a device artifact under a BSC "
+                       "(protected NB: next to the SCP predicted for it)")
+    s.add_argument("artifact", help="device container ('edgecode plan/ecoc/hash --out'); "
+                   "ECOC and SSBC flip their intermediate results (learner outputs, code bits)")
     s.add_argument("--eps", required=True, help="channel flip probability (one or per feature)")
     s.add_argument("--trials", type=int, default=10000)
     s.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "

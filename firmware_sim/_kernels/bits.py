@@ -7,7 +7,10 @@
   ``j % 64`` of word ``j // 64`` (the layout of packed ECOC outputs and of
   fault error masks).
 
-No validation (kernels only).
+No validation (kernels only). The one device-side copy of each (the ECOC,
+campaign and fault kernels import them); the host side has its own
+(``edgecode/_kernels.py``, ``edgecode/ecoc/_kernels/predict.py``), pinned to
+these by ``tests/test_kernel_copies.py``.
 """
 
 import numpy as np

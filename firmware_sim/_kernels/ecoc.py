@@ -3,6 +3,13 @@
 The wrappers in :mod:`firmware_sim.ecoc` validate the container and the
 inputs, allocate the outputs and draw any random numbers; these kernels only
 compute.  Inputs are the fixed-point features ``q`` (int16).
+
+The host model has its own copies of the tree walk, the symbol choice from
+linear scores and the Hamming-nearest decoders
+(``edgecode/ecoc/_kernels/predict.py``: float inputs; the packages may not
+import each other); ``tests/test_kernel_copies.py`` pins each pair together.
+Popcount and bit packing: :mod:`firmware_sim._kernels.bits`, the one
+device-side copy.
 """
 
 import numpy as np
@@ -10,7 +17,6 @@ from numba import njit
 
 from .bits import _pack_bits as _pack  # noqa: F401  (packed outputs: the shared layout)
 from .bits import _popcount64
-
 
 
 @njit(cache=True)
@@ -66,12 +72,6 @@ def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
             sym[i, j] = leaf[node]
 
 
-@njit(cache=True, inline="always")
-def _popcount(x):
-    """Set bits of a uint64 as int64 (one POPCNT instruction)."""
-    return np.int64(_popcount64(x))
-
-
 @njit(cache=True)
 def _decode_packed(words, code, used, unused, labels):
     """Hamming-nearest binary codeword: ``2 popcount((w ^ c) & used) + unused``, first min."""
@@ -83,7 +83,7 @@ def _decode_packed(words, code, used, unused, labels):
         for r in range(c):
             d = 0
             for k in range(w):
-                d += _popcount((words[i, k] ^ code[r, k]) & used[r, k])
+                d += np.int64(_popcount64((words[i, k] ^ code[r, k]) & used[r, k]))
             d = 2 * d + unused[r]
             if bestd < 0 or d < bestd:
                 bestd = d

@@ -9,22 +9,23 @@ job:
 * ``_pack_bits``: binary symbols -> uint64 words (column j is bit j % 64 of
   word j // 64),
 * ``_hamming_packed`` / ``_hamming_symbols``: nearest codeword in (doubled)
-  Hamming distance, lowest class index on ties.
+  Hamming distance, lowest class index on ties (popcount:
+  :mod:`edgecode._kernels`, the one host-side copy).
+
+The device runtime has its own copies of these kernels
+(``firmware_sim/_kernels/ecoc.py``, ``bits.py``: fixed-point inputs, no
+edgecode import); ``tests/test_kernel_copies.py`` pins each pair together.
 """
 
 import numpy as np
 from numba import njit
 
 from ..._config import NJIT
+from ..._kernels import _popcount64
 
 # uint64 constants: numba turns mixed uint64/int64 arithmetic into float64
 _ONE = np.uint64(1)
-_S1, _S2, _S4, _S56 = (np.uint64(v) for v in (1, 2, 4, 56))
 _M63 = np.uint64(63)
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_H01 = np.uint64(0x0101010101010101)
 
 
 @njit(**NJIT)
@@ -96,15 +97,6 @@ def _pack_bits(sym, out):
 
 
 @njit(**NJIT)
-def _popcount(x):
-    """Number of set bits of a uint64 (SWAR, as a device without POPCNT does)."""
-    x = x - ((x >> _S1) & _M1)
-    x = (x & _M2) + ((x >> _S2) & _M2)
-    x = (x + (x >> _S4)) & _M4
-    return np.int64((x * _H01) >> _S56)
-
-
-@njit(**NJIT)
 def _hamming_packed(pred, code, used, unused, labels, dist2):
     """Binary codes: ``dist2[i, r] = 2 popcount((pred_i ^ code_r) & used_r) + unused[r]``.
 
@@ -119,7 +111,7 @@ def _hamming_packed(pred, code, used, unused, labels, dist2):
         for r in range(c):
             d = 0
             for k in range(w):
-                d += _popcount((pred[i, k] ^ code[r, k]) & used[r, k])
+                d += np.int64(_popcount64((pred[i, k] ^ code[r, k]) & used[r, k]))
             d = 2 * d + unused[r]
             dist2[i, r] = d
             if bestd < 0 or d < bestd:

@@ -1,4 +1,4 @@
-"""Campaign reports: analytic predictions next to the simulation, plots, the burst study.
+"""Campaign analytics: what the theory predicts for a campaign, per model kind.
 
 :func:`firmware_sim.campaign.run_campaign` simulates; this module (the bridge,
 allowed to import ``edgecode``) adds what the theory predicts for the same
@@ -27,8 +27,8 @@ campaign wherever a closed form exists:
   (:func:`edgecode.ecoc.codeword_decoding_probabilities`: every received
   word labelled once, the channel applied one learner axis at a time; up to
   22 learners);
-* ECOC devices in campaigns (:class:`firmware_sim.campaign.ECOCOutputs`,
-  independent noise on the learner outputs): :func:`analytic_ecoc`. A
+* ECOC devices in campaigns (independent noise on the learner outputs, the
+  ``"intermediate"`` site): :func:`analytic_ecoc`. A
   device's clean outputs need not be a codeword, so the code-level
   guarantee is refined per point: with doubled distances ``D_r`` of the
   clean outputs and clean label ``r0``, k output errors move every ``D_r``
@@ -48,33 +48,27 @@ campaign wherever a closed form exists:
   binary device through its own decoder, n <= 16) stays as a brute-force
   reference.
 
-:func:`plot_campaign` draws the PNG (matplotlib, the ``plot`` extra, imported
-only there). :func:`burst_vs_independent` is the worked example of
-``docs/noise_example.md``; :func:`run_demo_stage` runs a short version.
+:func:`add_analytic` attaches these predictions to a
+:class:`~firmware_sim.campaign.CampaignResult`; :mod:`export.report` prints
+and plots it. :func:`device_scp` (the exact SCP of a protected NB device's
+integer model) is also what ``edgecode simulate`` prints next to its
+simulation.
 """
-
-import sys
-import time
 
 import numpy as np
 
 from edgecode.ecoc.decoding_exact import DEFAULT_MAX_WORDS, codeword_decoding_probabilities, \
     decoding_probabilities
-from firmware_sim.campaign import CampaignResult, ECOCOutputs, SSBCCodes, run_campaign
+from firmware_sim.device import load
+from firmware_sim.ecoc import ECOCDevice, doubled_distances, flip_radius
 from firmware_sim.faults import BSC, Compose, GilbertElliott, Interleave, ParameterUpset, \
-    StuckAt, copy_major_order
-from firmware_sim.naive_bayes import ProtectedNBDevice, load_protected_nb
+    StuckAt
+from firmware_sim.naive_bayes import ProtectedNBDevice
 from firmware_sim.sensitivity import single_upset_table
 
-__all__ = ["analytic_protected_nb", "add_analytic", "plot_campaign", "format_campaign",
-           "burst_vs_independent", "run_demo_stage", "LOADERS", "hamming_guarantee",
+__all__ = ["analytic_protected_nb", "add_analytic", "hamming_guarantee",
            "hamming_decoding_exact", "analytic_ecoc", "ecoc_flip_radius",
-           "ecoc_exact_tables", "analytic_upsets"]
-
-#: Container kind -> campaign device from a Container (each result is also its
-#: own ``loader`` for parameter upsets: ``type(device)(container)``).
-LOADERS = {"protected_nb": load_protected_nb, "ecoc": ECOCOutputs, "ssbc": SSBCCodes}
-
+           "ecoc_exact_tables", "analytic_upsets", "device_scp", "UPSET_ANALYTIC_BITS"]
 
 def _row_distance(code):
     c = code.shape[0]
@@ -167,15 +161,6 @@ def hamming_decoding_exact(code, eps, ties="first", max_learners=22):
 # ----------------------------------------------------------------------------
 # ECOC devices: Hamming decoding of noisy learner outputs
 # ----------------------------------------------------------------------------
-def _doubled_distances(ecoc_device, outputs):
-    """(t, c) doubled Hamming distances of learner outputs to every row (device rule)."""
-    code = ecoc_device.code.astype(np.int64)
-    sym = np.asarray(outputs, np.int64)
-    used = code >= 0
-    neq = (sym[:, None, :] != code[None, :, :]) & used[None, :, :]
-    return 2 * neq.sum(axis=2) + (~used).sum(axis=1)[None, :]
-
-
 def ecoc_flip_radius(ecoc_device, outputs):
     """Per point, the number of learner-output errors that can never change its label.
 
@@ -190,7 +175,10 @@ def ecoc_flip_radius(ecoc_device, outputs):
     int array (t,)
         ``t(x)``: at most ``t(x)`` errors (flips, or symbol replacements)
         keep the decoded label; equals ``floor((d_r - 1) / 2)`` or more when
-        the outputs are a codeword of a code without unused entries.
+        the outputs are a codeword of a code without unused entries;
+        ``firmware_sim.ecoc.RADIUS_UNBOUNDED`` for a single-class code (the
+        device's own :func:`firmware_sim.ecoc.flip_radius`, which the
+        campaign's fast path uses too).
 
     Examples
     --------
@@ -203,14 +191,8 @@ def ecoc_flip_radius(ecoc_device, outputs):
     >>> ecoc_flip_radius(dev, [[0, 0, 0], [0, 0, 1]]).tolist()
     [1, 0]
     """
-    D = _doubled_distances(ecoc_device, outputs)
-    r0 = ecoc_device.decode(np.asarray(outputs, np.int16))
-    t, c = D.shape
-    gap = D - D[np.arange(t), r0][:, None]
-    idx = np.arange(c)[None, :]
-    rad = np.where(idx > r0[:, None], gap // 4, (gap - 1) // 4)
-    rad[np.arange(t), r0] = np.iinfo(np.int64).max
-    return rad.min(axis=1) if c > 1 else np.full(t, ecoc_device.n_columns)
+    sym = np.asarray(outputs, np.int16)
+    return flip_radius(doubled_distances(ecoc_device.code, sym), ecoc_device.decode(sym))
 
 
 def ecoc_exact_tables(ecoc_device, outputs, y=None, max_learners=16):
@@ -266,14 +248,15 @@ def _weight_probs(n, eps):
     return eps ** k * (1.0 - eps) ** (n - k)
 
 
-def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_WORDS):
+def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_WORDS,
+                  site="intermediate"):
     """Analytic label-change rate of an ECOC device under independent output noise.
 
     Parameters
     ----------
-    device : firmware_sim.campaign.ECOCOutputs
+    device : firmware_sim.ecoc.ECOCDevice
     X : array-like
-        The campaign's inputs.
+        The campaign's inputs (float features, what ``device.encode`` takes).
     fault : firmware_sim.faults.Fault
     y : array-like of int, optional
         True class indices (for the exact accuracy).
@@ -283,6 +266,9 @@ def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_W
     max_words : int
         Largest ``N^n`` (alphabet size to the number of learners) for which
         the exact rates are computed (:func:`edgecode.ecoc.decoding_probabilities`).
+    site : str
+        Where the campaign's bit faults acted: the closed form covers the
+        learner outputs (``"intermediate"``) only.
 
     Returns
     -------
@@ -304,18 +290,21 @@ def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=DEFAULT_MAX_W
     device decodes to ``k`` (see :mod:`edgecode.ecoc.decoding_exact`); the
     accuracy uses ``f_y``.
     """
-    if not isinstance(device, ECOCOutputs):
+    if not isinstance(device, ECOCDevice):
         return {"available": False, "reason": f"no analytic model for {type(device).__name__}"}
     if fault.target in ("image", "mixed"):
         return analytic_upsets(device, X, fault, y)
-    dev = device.device
+    if site != "intermediate":
+        return {"available": False, "reason": "no closed form for faults on the int16 "
+                "features on the wire (the closed form covers the learner outputs)"}
+    dev = device
     e = _independent_eps(fault)
     if e is not None and dev.n_symbols > 2 and _has_stuck_lines(fault):
         e = None   # a stuck line has no symbol meaning (the campaign refuses it too)
     if e is None:
         return {"available": False, "reason": "no closed form for this fault on learner outputs "
                 "(needs independent noise with one rate for every output)"}
-    outputs = dev.learner_outputs(device._q(X))
+    outputs = dev.stage(dev.encode(X))
     n = dev.n_columns
     rad = ecoc_flip_radius(dev, outputs)
     from scipy.stats import binom
@@ -399,22 +388,63 @@ def _mean_flip_rate(fault):
     return None
 
 
-def _scp_of_device(device, X, eps_feature):
+#: :func:`device_scp` is exact (``edgecode.scp.scp_exact``) up to this many
+#: features, the midpoint of certified bounds (``scp_bounds``) above.
+DEVICE_SCP_EXACT_MAX = 24
+
+
+def device_scp(device, X, eps):
+    """Per point, the same-classification probability of a protected NB device
+    whose wire bits flip independently with probability ``eps``.
+
+    Feature j decodes wrong with ``repetition_error(eps_j, r_j)``; margins and
+    flip effects are the device's own integer weights over
+    ``2**scale_shift``, so this is the SCP of what the device runs (not of the
+    float model it was quantized from).
+
+    Parameters
+    ----------
+    device : ProtectedNBDevice
+    X : array-like of 0/1, shape (t, n)
+    eps : float or array-like of shape (n,)
+        Per-bit flip probability, one or one per feature, in [0, 1/2).
+
+    Returns
+    -------
+    scp : ndarray of float, shape (t,)
+        Exact up to :data:`DEVICE_SCP_EXACT_MAX` features, else the midpoint
+        of the certified bounds.
+    lo, hi : ndarray of float, shape (t,)
+        Certified bounds (both ``scp`` when exact).
+    method : {"exact", "bounds-midpoint"}
+
+    Examples
+    --------
+    Weights 3 and 2, bias -4, feature 0 sent three times (wrong after
+    majority with probability ``3 eps^2 (1 - eps) + eps^3 = 0.028``):
+
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([3, 2], -4, [1, 0], 0)
+    >>> scp, lo, hi, method = device_scp(dev, [[1, 1], [1, 0]], 0.1)
+    >>> scp.round(4).tolist(), method     # (1 - 0.028) (1 - 0.1), 1 - (1 - 0.028) 0.1
+    ([0.8748, 0.9028], 'exact')
+    """
     from edgecode.redundancy import repetition_error
     from edgecode.scp import scp_bounds, scp_exact
 
     scale = 2.0 ** device.scale_shift
     margin = device.decision(X).astype(np.float64) / scale
     deltas = (1.0 - 2.0 * np.asarray(X, np.float64)) * device.weights.astype(np.float64) / scale
-    eff = repetition_error(np.broadcast_to(eps_feature, (device.n_features,)),
+    eff = repetition_error(np.broadcast_to(eps, (device.n_features,)),
                            device.repetitions.astype(np.int64))
-    if device.n_features <= 24:
-        return scp_exact(margin, deltas, eff), "exact"
+    if device.n_features <= DEVICE_SCP_EXACT_MAX:
+        scp = scp_exact(margin, deltas, eff)
+        return scp, scp, scp, "exact"
     lo, hi = scp_bounds(margin, deltas, eff)
-    return (lo + hi) / 2.0, "bounds-midpoint"
+    return (lo + hi) / 2.0, lo, hi, "bounds-midpoint"
 
 
-def analytic_protected_nb(device, X, fault, y=None):
+def analytic_protected_nb(device, X, fault, y=None, site="wire"):
     """Expected same-classification rate (and accuracy) of a protected NB device.
 
     Parameters
@@ -443,6 +473,9 @@ def analytic_protected_nb(device, X, fault, y=None):
     if not isinstance(device, ProtectedNBDevice):
         return {"available": False, "reason": f"no analytic model for {type(device).__name__}"}
     X = device._check_X(X)
+    if site != "wire" and fault.target == "bits":
+        return {"available": False, "reason": "the closed form covers channel bits on the wire "
+                "(site 'wire')"}
     e = _independent_eps(fault)
     if e is None:
         out = {"available": False}
@@ -460,14 +493,14 @@ def analytic_protected_nb(device, X, fault, y=None):
                              "noise with one rate for every bit)")
         rate = _mean_flip_rate(fault)
         if rate is not None and rate < 0.5:
-            scp, _ = _scp_of_device(device, X, rate)
+            scp = device_scp(device, X, rate)[0]
             out["bsc_same_rate_at_mean_flip_rate"] = float(scp.mean())
             out["mean_flip_rate"] = rate
         return out
     if not e < 0.5:
         return {"available": False, "reason": f"per-bit error {e} >= 1/2 (planner range is "
                                               "[0, 1/2))"}
-    scp, method = _scp_of_device(device, X, e)
+    scp, _, _, method = device_scp(device, X, e)
     acc = None
     if y is not None:
         y = np.asarray(y).astype(np.int64).reshape(-1)
@@ -520,13 +553,15 @@ def add_analytic(result, device, X, fault, param=None, y=None):
     """Attach the analytic prediction at every grid value of ``result`` (in place):
     :func:`analytic_upsets` for parameter upsets (any device),
     :func:`analytic_protected_nb` for protected naive Bayes, :func:`analytic_ecoc`
-    for :class:`~firmware_sim.campaign.ECOCOutputs` (other devices: "not
-    available" with the reason). ``result.notes["analytic_inside_ci"]`` records
+    for ECOC devices (other devices: "not available" with the reason). The
+    site is ``result.site``. ``result.notes["analytic_inside_ci"]`` records
     whether each prediction lies inside (an interval prediction: meets) the
     simulated interval and, for
     ECOC, ``notes["lower_bound_respected"]`` whether the interval reaches the
     radius bound. Returns ``result``."""
     inside, bound_ok = [], []
+    device = load(device)
+    site = result.site or device.default_site
     if fault.target in ("image", "mixed"):
         tables = {}
 
@@ -548,16 +583,16 @@ def add_analytic(result, device, X, fault, param=None, y=None):
         note = ("parameter upsets: every targeted bit flipped in turn (single-upset table); "
                 "exact for one upset per image, for a per-bit rate the midpoint of a "
                 "certified interval (two or more upsets bounded by their probability)")
-    elif isinstance(device, ECOCOutputs):
+    elif isinstance(device, ECOCDevice):
         def analytic(f):
-            return analytic_ecoc(device, X, f, y)
+            return analytic_ecoc(device, X, f, y, site=site)
         note = ("ECOC: exact same-classification rate and accuracy from every received word "
                 "labelled by the device's rule and the q-ary symmetric channel applied per "
                 "learner (binary, ternary or N-ary outputs, N^n <= 2**22), and a lower bound "
                 "on the same rate from each point's flip radius")
     else:
         def analytic(f):
-            return analytic_protected_nb(device, X, f, y)
+            return analytic_protected_nb(device, X, f, y, site=site)
         note = ("protected NB: exact SCP of the device's integer model with "
                 "repetition_error per feature (independent noise only)")
     for pt in result.points:
@@ -574,177 +609,3 @@ def add_analytic(result, device, X, fault, param=None, y=None):
         result.notes["lower_bound_respected"] = bound_ok
     result.notes["analytic"] = note
     return result
-
-
-def format_campaign(result):
-    """A text table of a campaign (one line per grid value)."""
-    head = (f"{'value':>10} {'same':>9} {'CI':>21} {'accuracy':>9} {'analytic':>9} "
-            f"{'refused':>7} {'trials/s':>10}")
-    lines = [head]
-    for p in result.points:
-        an = p.analytic or {}
-        a_txt = f"{an['same_rate']:.5f}" if an.get("available") else \
-            f">={an['same_rate_lower_bound']:.4f}" if "same_rate_lower_bound" in an else "-"
-        acc = f"{p.accuracy:.5f}" if p.accuracy is not None else "-"
-        val = "-" if p.value is None else f"{p.value:g}" if isinstance(p.value, (int, float)) \
-            else str(p.value)
-        lines.append(f"{val:>10} {p.same_rate:9.5f} [{p.same_ci[0]:.5f}, {p.same_ci[1]:.5f}] "
-                     f"{acc:>9} {a_txt:>9} {p.refused:7d} {p.trials_per_s:10.3g}")
-    reasons = {p.analytic.get("reason") for p in result.points
-               if p.analytic and not p.analytic.get("available")}
-    for r in sorted(x for x in reasons if x):
-        lines.append(f"analytic: {r}")
-    if any("same_rate_interval" in (p.analytic or {}) and
-           p.analytic["same_rate_interval"][0] < p.analytic["same_rate_interval"][1]
-           for p in result.points):
-        lines.append("analytic for an upset rate: midpoint of a certified interval "
-                     "(two or more upsets per image bounded)")
-    if any("same_rate_lower_bound" in (p.analytic or {}) for p in result.points):
-        lines.append("analytic '>=': lower bound from each point's learner-output flip radius")
-    return "\n".join(lines)
-
-
-def plot_campaign(results, path, *, labels=None, title=None, metric="same_rate"):
-    """PNG of one or more campaigns: the simulated rate with its interval per grid
-    value, and the analytic prediction where one exists (needs matplotlib).
-
-    Parameters
-    ----------
-    results : CampaignResult or list of them
-    path : str or Path
-    labels : list of str, optional
-    metric : {"same_rate", "accuracy"}
-    """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'edgecode[plot]'") from exc
-    if isinstance(results, CampaignResult):
-        results = [results]
-    labels = labels or [f"{r.fault.get('model', 'fault')}" for r in results]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for res, label in zip(results, labels):
-        x = np.array([p.value if p.value is not None else 0 for p in res.points], float)
-        ci_key = "same_ci" if metric == "same_rate" else "accuracy_ci"
-        yv = np.array([getattr(p, metric) for p in res.points], float)
-        ci = np.array([getattr(p, ci_key) for p in res.points], float)
-        line = ax.errorbar(x, yv, yerr=[yv - ci[:, 0], ci[:, 1] - yv], marker="o", ms=4,
-                           capsize=3, label=f"{label} (simulated)")
-        an = [p.analytic for p in res.points]
-        key = "same_rate" if metric == "same_rate" else "accuracy"
-        ok = [i for i, a in enumerate(an) if a and a.get("available") and a.get(key) is not None]
-        if ok:
-            ax.plot(x[ok], [an[i][key] for i in ok], "--", color=line[0].get_color(),
-                    label=f"{label} (analytic)")
-    ax.set_xlabel(results[0].param or "fault parameter")
-    ax.set_ylabel("same-classification rate" if metric == "same_rate" else "accuracy")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title or f"{results[0].n_trials} trials per point, "
-                 f"{int(100 * results[0].confidence)}% Wilson intervals", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
-
-
-# ----------------------------------------------------------------------------
-# Worked example: burst vs independent noise on house votes
-# ----------------------------------------------------------------------------
-def _house_votes_devices(budget_bits, plan_eps):
-    from edgecode.datasets import load_house_votes
-    from edgecode.naive_bayes import BinaryNaiveBayes
-    from edgecode.redundancy import allocate_greedy, allocate_uniform
-    from export.naive_bayes import quantize_naive_bayes
-    from firmware_sim.naive_bayes import ProtectedNBDevice
-
-    d = load_house_votes()
-    nb = BinaryNaiveBayes().fit(d.X, d.y)
-    w, b, s, _ = quantize_naive_bayes(nb, d.X)
-    n = d.X.shape[1]
-    plans = {"none": np.zeros(n, np.int64), "uniform": allocate_uniform(n, budget_bits),
-             "greedy": allocate_greedy(nb.decision_function(d.X), nb.flip_deltas(d.X),
-                                       plan_eps, budget_bits, method="exact").repetitions}
-    devices = {k: ProtectedNBDevice.from_arrays(w, b, r, s, meta={"plan": k})
-               for k, r in plans.items()}
-    return d, devices
-
-
-def burst_vs_independent(flip_rates=(0.02, 0.05, 0.1, 0.2), mean_burst=4.0, budget_bits=32,
-                         plan_eps=0.1, trials=2000, seed=0, interleave=True, progress=None):
-    """House votes, naive Bayes, a 32-bit redundancy budget: no plan, uniform and
-    greedy plans under independent (BSC) and burst (Gilbert-Elliott, bad-state
-    flip probability 1/2, mean burst ``mean_burst`` bits) noise at the same
-    mean flip rates, and, if ``interleave``, burst noise on a copy-major wire
-    order.
-
-    Returns
-    -------
-    list of dict
-        One row per (channel, plan, flip rate): ``channel``, ``plan``,
-        ``flip_rate``, ``same_rate``, ``ci``, ``accuracy``, ``analytic``
-        (None without a closed form), ``seconds``.
-    """
-    d, devices = _house_votes_devices(budget_bits, plan_eps)
-    channels = {"independent": BSC(flip_rates[0]),
-                "burst": GilbertElliott.from_flip_rate(flip_rates[0], mean_burst)}
-    rows = []
-    for cname, base in list(channels.items()) + ([("burst-interleaved", None)]
-                                                if interleave else []):
-        for pname, dev in devices.items():
-            fault = base
-            if cname == "burst-interleaved":
-                if pname == "none":
-                    continue  # one copy per feature: nothing to interleave
-                fault = Interleave(channels["burst"], copy_major_order(dev.copies))
-            res = run_campaign(dev, d.X, fault, "flip_rate", list(flip_rates), trials,
-                               seed=seed, y=d.y)
-            add_analytic(res, dev, d.X, fault, "flip_rate", d.y)
-            for p in res.points:
-                an = p.analytic
-                rows.append({"channel": cname, "plan": pname, "flip_rate": p.value,
-                             "bits": int(dev.total_bits), "same_rate": p.same_rate,
-                             "ci": p.same_ci, "accuracy": p.accuracy,
-                             "analytic": an["same_rate"] if an.get("available") else None,
-                             "bsc_reference": an.get("bsc_same_rate_at_mean_flip_rate"),
-                             "seconds": p.elapsed_s})
-            if progress:
-                progress(cname, pname)
-    return rows
-
-
-def format_rows(rows):
-    """Text table of :func:`burst_vs_independent` rows (1 - same rate, lower is better)."""
-    out = [f"{'channel':<18} {'plan':<8} {'bits':>4} {'flip':>5} {'1-same':>9} "
-           f"{'99% CI of 1-same':>21} {'analytic':>9} {'accuracy':>8}"]
-    for r in rows:
-        an = f"{1 - r['analytic']:.5f}" if r["analytic"] is not None else "-"
-        out.append(f"{r['channel']:<18} {r['plan']:<8} {r['bits']:>4} {r['flip_rate']:>5g} "
-                   f"{1 - r['same_rate']:9.5f} [{1 - r['ci'][1]:.5f}, {1 - r['ci'][0]:.5f}] "
-                   f"{an:>9} {r['accuracy']:8.4f}")
-    return "\n".join(out)
-
-
-def run_demo_stage(out_dir, trials=2000, stream=None):
-    """Demo stage: burst vs independent noise on house votes at one flip rate.
-
-    Runs in a few seconds (at most 500 trials per point whatever ``trials``
-    says); writes ``campaign_burst_vs_independent.json`` (and a PNG when
-    matplotlib is installed) to ``out_dir``.
-    """
-    import json
-    from pathlib import Path
-
-    out = stream or sys.stdout
-    trials = max(50, min(int(trials), 500))
-    t0 = time.perf_counter()
-    print(f"== campaign: house votes, 32 redundancy bits, burst vs independent noise at the "
-          f"same mean flip rate 0.1 ({trials} trials per point) ==", file=out)
-    rows = burst_vs_independent(flip_rates=(0.1,), trials=trials, seed=0)
-    print(format_rows(rows), file=out)
-    path = Path(out_dir) / "campaign_burst_vs_independent.json"
-    path.write_text(json.dumps(rows, indent=1) + "\n")
-    print(f"wrote {path} ({time.perf_counter() - t0:.1f}s)", file=out)
-    return {"rows": rows, "json": str(path)}

@@ -1,0 +1,287 @@
+"""Fuzz driver of ``tests/test_container_fuzz.py`` (not collected by pytest).
+
+Run as ``python container_fuzz_driver.py IMAGE [IMAGE ...]`` in a subprocess,
+so that a hang (the caller's timeout) or a crash (a negative return code)
+fails the test with a message instead of killing pytest. Imports numpy and
+firmware_sim only.
+
+For every image it builds mutants whose CRC-32 is recomputed, so that they
+pass the checksum and reach the consistency rules:
+
+* ``flip``: every bit of the arrays' data (or a deterministic sample of
+  ``--max-flips`` of them), plus a sample of a quarter as many of the other
+  bits after the magic (header, table, padding, metadata; not the checksum
+  field);
+* ``set``: one element of an array set to a special value (-1, 0, 1, its own
+  index and neighbours, the lengths of the arrays, the dtype's extremes,
+  another element's value -- a shared tree node --, NaN and infinities for
+  floats), written into the raw bytes;
+* ``meta``: a metadata key set to a value of the wrong type;
+* ``drop`` / ``shorten`` / ``extend`` / ``cast``: an array removed, one entry
+  shorter or longer, or another dtype (the container is rewritten).
+
+Each mutant must either be refused with ``ContainerError`` when loaded, or
+load and run: ``predict`` (and the kind's other inference entry points,
+``infer`` on int16 frames with the extreme values when the device has it)
+on a few inputs must finish with outputs in range (labels in
+[0, n_classes), bits 0/1), and ``resources()`` must return. Anything else is
+a failure. One line per mutant goes to stderr *before* it runs (the last line
+names the culprit of a crash or hang); the summary is one JSON line on stdout:
+``{"images": [{"image", "kind", "mutants", "refused", "ran", "failures"}]}``.
+"""
+
+import argparse
+import json
+import sys
+import traceback
+import zlib
+
+import numpy as np
+
+from firmware_sim.artifact import (
+    DTYPES,
+    HEADER_SIZE,
+    ContainerError,
+    read_container,
+    write_container,
+)
+from firmware_sim.ecoc import load_ecoc
+from firmware_sim.naive_bayes import load_protected_nb
+from firmware_sim.ssbc import load_ssbc
+
+LOADERS = {"protected_nb": load_protected_nb, "ecoc": load_ecoc, "ssbc": load_ssbc}
+_ENTRY = np.dtype([("name", "V32"), ("dtype", "u1"), ("ndim", "u1"), ("reserved0", "<u2"),
+                   ("shape", "<u4", (4,)), ("offset", "<u4"), ("nbytes", "<u4"),
+                   ("reserved1", "<u4")])
+
+
+def restamp(buf):
+    """The CRC-32 of ``buf`` (bytes 0..19 and 24..end) written into bytes 20..23."""
+    buf = bytearray(buf)
+    crc = zlib.crc32(bytes(buf[24:]), zlib.crc32(bytes(buf[:20]))) & 0xFFFFFFFF
+    buf[20:24] = crc.to_bytes(4, "little")
+    return bytes(buf)
+
+
+def table(raw):
+    """(name, dtype, shape, offset) of every entry of a (valid) container."""
+    n = int.from_bytes(raw[12:16], "little")
+    out = []
+    for e in np.frombuffer(raw, _ENTRY, count=n, offset=HEADER_SIZE):
+        name = bytes(e["name"]).split(b"\0", 1)[0].decode("ascii")
+        shape = tuple(int(s) for s in e["shape"][:int(e["ndim"])])
+        out.append((name, DTYPES[int(e["dtype"])], shape, int(e["offset"])))
+    return out
+
+
+# ------------------------------------------------------------------ mutants
+def flip_mutants(raw, max_flips, rng):
+    """Every bit of the arrays' data (all of it, or ``max_flips`` of it), then a
+    sample of ``max_flips // 4`` of the other bits after the magic (header,
+    table, padding, metadata), the checksum field excepted."""
+    in_arrays = np.zeros(8 * len(raw), bool)
+    for name, dt, shape, offset in table(raw):
+        if not name.startswith("__"):
+            size = dt.itemsize * int(np.prod(shape))
+            in_arrays[8 * offset:8 * (offset + size)] = True
+    rest = np.ones(8 * len(raw), bool)
+    rest[:8 * 8] = False
+    rest[8 * 20:8 * 24] = False
+    rest &= ~in_arrays
+    picked = []
+    for pool, limit in ((np.flatnonzero(in_arrays), max_flips),
+                        (np.flatnonzero(rest), max_flips // 4)):
+        if pool.size > limit:
+            pool = np.sort(rng.choice(pool, limit, replace=False))
+        picked.extend(pool.tolist())
+    for b in picked:
+        buf = bytearray(raw)
+        buf[b // 8] ^= 1 << (b % 8)
+        yield f"flip byte {b // 8} bit {b % 8}", restamp(buf)
+
+
+def _special_values(arr, i, lengths, cross=()):
+    dt = arr.dtype
+    flat = arr.reshape(-1)
+    if dt.kind == "f":
+        vals = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e308, -1e308, 5e-324]
+        vals += [float(flat[0]), float(flat[-1])]
+        return vals
+    info = np.iinfo(dt)
+    cand = {-2, -1, 0, 1, 2, i - 1, i, i + 1, info.max, info.min, info.max // 2 + 1,
+            info.max // 2, -(info.max // 2)}
+    for n in lengths:
+        cand.update((n - 1, n, n + 1, 2 * n))
+    cand.update(int(v) for v in (flat[0], flat[-1], flat[max(i - 1, 0)],
+                                 flat[min(i + 1, flat.size - 1)], *cross))
+    cand.discard(int(flat[i]))
+    return sorted(v for v in cand if info.min <= v <= info.max)
+
+
+def set_mutants(raw, per_array):
+    c = read_container(raw)
+    lengths = sorted({s for _, _, shape, _ in table(raw) for s in shape if s})
+    for name, dt, shape, offset in table(raw):
+        if name.startswith("__"):
+            continue
+        arr = c.arrays[name]
+        if arr.size == 0:
+            continue
+        idx = np.unique(np.linspace(0, arr.size - 1, min(arr.size, per_array)).astype(np.int64))
+        # the same element of the other integer arrays of this shape (tree_right[i]
+        # := tree_left[i] shares a node)
+        twins = [b.reshape(-1) for other, b in c.arrays.items()
+                 if other != name and b.shape == arr.shape and b.dtype.kind in "iu"]
+        for i in idx.tolist():
+            cross = [int(b[i]) for b in twins] if arr.dtype.kind in "iu" else []
+            for v in _special_values(arr, i, lengths, cross):
+                buf = bytearray(raw)
+                pos = offset + i * dt.itemsize
+                buf[pos:pos + dt.itemsize] = np.array([v], dt).tobytes()
+                yield f"set {name}[{i}] = {v!r}", restamp(buf)
+
+
+_WRONG = [5, -1, 1.5, True, None, "x", "", [], [1, 2], ["a"], [[1]], {"a": 1}]
+
+
+def meta_mutants(raw):
+    c = read_container(raw)
+    keys = sorted(set(c.meta) | {"dataset", "classes"})
+    for key in keys:
+        for v in _WRONG:
+            if c.meta.get(key, object()) == v:
+                continue
+            yield f"meta {key} = {v!r}", write_container(None, c.kind, dict(c.arrays),
+                                                         {**c.meta, key: v})
+
+
+def shape_mutants(raw):
+    c = read_container(raw)
+    meta = c.meta or None
+    for name, a in c.arrays.items():
+        arrays = dict(c.arrays)
+        del arrays[name]
+        yield f"drop {name}", write_container(None, c.kind, arrays, meta)
+        if a.ndim:
+            yield f"shorten {name}", write_container(None, c.kind,
+                                                     {**c.arrays, name: a[:-1]}, meta)
+            longer = np.concatenate([a, a[-1:] if a.shape[0] else np.zeros((1,) + a.shape[1:],
+                                                                             a.dtype)])
+            yield f"extend {name}", write_container(None, c.kind, {**c.arrays, name: longer},
+                                                    meta)
+        other = np.int64 if a.dtype != np.int64 else np.int32
+        yield f"cast {name} {np.dtype(other).name}", write_container(
+            None, c.kind, {**c.arrays, name: a.astype(other)}, meta)
+
+
+# ------------------------------------------------------------------- running
+def _check_labels(labels, t, n_classes, what):
+    labels = np.asarray(labels)
+    if labels.shape != (t,):
+        raise AssertionError(f"{what}: labels of shape {labels.shape}, expected ({t},)")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise AssertionError(f"{what}: labels {labels.tolist()} outside [0, {n_classes})")
+
+
+def _int16_frames(rng, t, d):
+    q = rng.integers(-32768, 32768, (t, d)).astype(np.int16)
+    q[0] = 32767
+    q[1] = -32768
+    q[2] = 0
+    return q
+
+
+def exercise(dev, kind, rng, t=6):
+    """Run the loaded device on a few inputs; raise AssertionError on out-of-range output."""
+    if kind == "protected_nb":
+        X = rng.integers(0, 2, (t, dev.n_features)).astype(np.uint8)
+        X[0] = 1
+        X[1] = 0
+        _check_labels(dev.predict(X), t, 2, "predict")
+        bits = rng.integers(0, 2, (t, dev.total_bits)).astype(np.uint8)
+        _check_labels(dev.predict_bits(bits), t, 2, "predict_bits")
+        if hasattr(dev, "infer"):
+            _check_labels(dev.infer(bits).labels, t, 2, "infer")
+    elif kind == "ecoc":
+        q = _int16_frames(rng, t, dev.n_features)
+        sym = dev.learner_outputs(q)
+        if sym.min() < 0 or sym.max() >= dev.n_symbols:
+            raise AssertionError(f"learner outputs {sym.tolist()} outside [0, {dev.n_symbols})")
+        _check_labels(dev.predict(q), t, dev.n_classes, "predict")
+        _check_labels(dev.decode(dev.corrupt(sym, 0.5, random_state=0)), t, dev.n_classes,
+                      "decode(corrupt)")
+        Xf = rng.normal(0, 1e3, (t, dev.n_features))
+        _check_labels(dev.predict(dev.quantize(Xf)), t, dev.n_classes, "predict(quantize)")
+        if hasattr(dev, "infer"):
+            _check_labels(dev.infer(q).labels, t, dev.n_classes, "infer")
+    else:
+        X = rng.normal(0, 4, (t, dev.n_features))
+        X[0] = 1e6
+        X[1] = -1e6
+        b = dev.bits(X)
+        if b.shape != (t, dev.n_bits) or (b.size and b.max() > 1):
+            raise AssertionError(f"bits of shape {b.shape} / values {np.unique(b).tolist()}")
+        if dev.has_table:
+            _check_labels(dev.predict(X), t, dev.n_classes, "predict")
+            _check_labels(dev.predict_noisy(X, 0.3, 0.3, random_state=0), t, dev.n_classes,
+                          "predict_noisy")
+        if hasattr(dev, "infer"):
+            inf = dev.infer(_int16_frames(rng, t, dev.n_features))
+            if dev.has_table:
+                _check_labels(inf.labels, t, dev.n_classes, "infer")
+    dev.resources()
+
+
+def fuzz_image(path, max_flips, per_array, seed=0):
+    raw = open(path, "rb").read()
+    kind = read_container(raw).kind
+    load = LOADERS[kind]
+    rng = np.random.default_rng(seed)
+    exercise(load(raw), kind, rng)          # the clean image loads and runs
+    stats = {"image": str(path), "kind": kind, "mutants": 0, "refused": 0, "ran": 0,
+             "failures": []}
+    sources = (flip_mutants(raw, max_flips, rng), set_mutants(raw, per_array),
+               meta_mutants(raw), shape_mutants(raw))
+    for source in sources:
+        for desc, mutant in source:
+            stats["mutants"] += 1
+            print(f"{path}: {desc}", file=sys.stderr, flush=True)
+            try:
+                dev = load(mutant)
+            except ContainerError:
+                stats["refused"] += 1
+                continue
+            except Exception as exc:  # noqa: BLE001 -- what the fuzzer looks for
+                stats["failures"].append(f"{desc}: load raised {type(exc).__name__}: {exc}")
+                continue
+            try:
+                exercise(dev, kind, np.random.default_rng(stats["mutants"]))
+                stats["ran"] += 1
+            except Exception as exc:  # noqa: BLE001
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                stats["failures"].append(f"{desc}: loaded, then {type(exc).__name__}: {exc} "
+                                         f"({where.filename}:{where.lineno})")
+    return stats
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("images", nargs="+")
+    p.add_argument("--max-flips", type=int, default=5000,
+                   help="bit flips of array data per image (a deterministic sample beyond)")
+    p.add_argument("--per-array", type=int, default=12,
+                   help="elements per array that get special values")
+    args = p.parse_args(argv)
+    try:  # a runaway allocation fails as MemoryError instead of swapping
+        import resource
+        limit = 6 * 2**30
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+    except (ImportError, ValueError, OSError):
+        pass
+    out = [fuzz_image(path, args.max_flips, args.per_array) for path in args.images]
+    print(json.dumps({"images": out}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
