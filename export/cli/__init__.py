@@ -21,6 +21,7 @@ from firmware_sim.artifact import ContainerError
 from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
+from . import firmware as _firmware
 from . import hashing as _hashing
 from . import naive_bayes as _nb
 from .naive_bayes import run_plan, run_simulate
@@ -28,7 +29,7 @@ from .naive_bayes import run_plan, run_simulate
 __all__ = ["main", "run_demo", "run_plan", "run_simulate"]
 
 #: Sub-command modules, in the order ``edgecode demo`` runs their stages.
-COMMAND_MODULES = (_nb, _codes, _ecoc, _hashing, _campaign)
+COMMAND_MODULES = (_nb, _codes, _ecoc, _hashing, _campaign, _firmware)
 
 
 def run_demo(out_dir=None, trials=2000, stream=None):

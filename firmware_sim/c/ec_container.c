@@ -1,0 +1,323 @@
+/*
+ * ec_container.c - open an edgecode container in place and verify it.
+ *
+ * Mirrors firmware_sim/artifact.py read_container rule by rule
+ * (docs/container_format.md, "Validation rules" 1-13) on the bytes: header,
+ * CRC-32, every table entry, overlaps, unaccounted bytes, zero padding,
+ * __meta__ being 1-d uint8 and no other reserved name. The JSON text of
+ * __meta__ is not parsed here (the metadata type rules are host-side only).
+ *
+ * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
+ * Multi-byte header and table fields are read byte by byte (little-endian),
+ * every size computation uses 64-bit intermediates, so no image can make the
+ * reader overflow or read outside buf[0 .. total_size).
+ */
+#include "edgecode_rt.h"
+
+#define EC_HEADER_SIZE 32u
+#define EC_ENTRY_SIZE 64u
+#define EC_NAME_WIDTH 32u
+#define EC_MAX_NDIM 4u
+#define EC_ALIGNMENT 16u
+
+static const uint8_t ec_magic[8] = {0x89u, 0x45u, 0x43u, 0x46u, 0x0Du, 0x0Au, 0x1Au, 0x0Au};
+
+static uint32_t rd16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+           ((uint32_t)p[3] << 24);
+}
+
+/* itemsize of a dtype code, 0 for an unknown code */
+static uint32_t ec_itemsize(uint32_t code)
+{
+    switch (code) {
+    case EC_U8: case EC_I8: return 1u;
+    case EC_U16: case EC_I16: return 2u;
+    case EC_U32: case EC_I32: case EC_F32: return 4u;
+    case EC_U64: case EC_I64: case EC_F64: return 8u;
+    default: return 0u;
+    }
+}
+
+/* ---- CRC-32 (IEEE 802.3 / zlib), reflected, 4 bits per step ------------- */
+static const uint32_t ec_crc_nibble[16] = {
+    0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu,
+    0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
+    0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
+    0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu
+};
+
+static uint32_t ec_crc_update(uint32_t crc, const uint8_t *p, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++) {
+        crc ^= p[i];
+        crc = (crc >> 4) ^ ec_crc_nibble[crc & 0xFu];
+        crc = (crc >> 4) ^ ec_crc_nibble[crc & 0xFu];
+    }
+    return crc;
+}
+
+uint32_t ec_crc32_image(const uint8_t *buf, uint32_t size)
+{
+    uint32_t crc = 0xFFFFFFFFu;
+    if (buf == NULL) return 0u;
+    crc = ec_crc_update(crc, buf, size < 20u ? size : 20u);
+    if (size > 24u) crc = ec_crc_update(crc, buf + 24, size - 24u);
+    return crc ^ 0xFFFFFFFFu;
+}
+
+/* ---- table entries --------------------------------------------------------- */
+static const uint8_t *ec_entry(const uint8_t *base, uint32_t i)
+{
+    return base + EC_HEADER_SIZE + (size_t)EC_ENTRY_SIZE * i;
+}
+
+static int ec_is_alpha_(uint8_t c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static int ec_is_digit(uint8_t c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* name: NUL-terminated within 32 bytes, NUL-padded, [A-Za-z_][A-Za-z0-9_]* */
+static int ec_name_ok(const uint8_t *name)
+{
+    uint32_t stop = EC_NAME_WIDTH, i;
+    for (i = 0; i < EC_NAME_WIDTH; i++) {
+        if (name[i] == 0u) { stop = i; break; }
+    }
+    if (stop == EC_NAME_WIDTH || stop == 0u) return 0;
+    for (i = stop; i < EC_NAME_WIDTH; i++) {
+        if (name[i] != 0u) return 0;
+    }
+    if (!ec_is_alpha_(name[0])) return 0;
+    for (i = 1; i < stop; i++) {
+        if (!ec_is_alpha_(name[i]) && !ec_is_digit(name[i])) return 0;
+    }
+    return 1;
+}
+
+static int ec_name_eq(const uint8_t *a, const uint8_t *b)
+{
+    uint32_t i;
+    for (i = 0; i < EC_NAME_WIDTH; i++) {
+        if (a[i] != b[i]) return 0;
+    }
+    return 1;
+}
+
+/* a validated name field against a C string */
+static int ec_name_is(const uint8_t *field, const char *name)
+{
+    uint32_t i;
+    for (i = 0; i < EC_NAME_WIDTH; i++) {
+        uint8_t c = (uint8_t)name[i];
+        if (field[i] != c) return 0;
+        if (c == 0u) return 1;
+    }
+    return 0;   /* name longer than 31 characters: never stored */
+}
+
+static const char ec_meta_name[] = "__meta__";
+
+/* ---- ec_image_open ------------------------------------------------------------ */
+ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
+{
+    uint32_t total, n, i, j, crc;
+    uint64_t data_start, last_end, cursor;
+    const uint16_t one = 1u;
+
+    if (buf == NULL || img == NULL) return EC_ERR_ARG;
+    img->base = NULL;
+    img->size = 0u;
+    img->kind = 0u;
+    img->n_arrays = 0u;
+    /* the typed views of the arrays need a little-endian target */
+    if (*(const uint8_t *)&one != 1u) return EC_ERR_ARG;
+    if (((uintptr_t)buf % EC_ALIGNMENT) != 0u) return EC_ERR_ALIGN;
+
+    /* 1-2. header length and magic (a short buffer whose bytes are not a
+       prefix of the magic is "bad magic", as in read_container) */
+    if (size < EC_HEADER_SIZE) {
+        for (i = 0; i < size && i < 8u; i++) {
+            if (buf[i] != ec_magic[i]) return EC_ERR_MAGIC;
+        }
+        return EC_ERR_TRUNCATED;
+    }
+    for (i = 0; i < 8u; i++) {
+        if (buf[i] != ec_magic[i]) return EC_ERR_MAGIC;
+    }
+    /* 3. version */
+    if (rd16(buf + 8) != 1u) return EC_ERR_VERSION;
+    /* 4. declared size: the buffer may be larger (an image in a flash region);
+       a file reader compares the file length with total_size itself */
+    total = rd32(buf + 16);
+    if ((uint64_t)total > (uint64_t)size) return EC_ERR_TRUNCATED;
+    if (total < EC_HEADER_SIZE) return EC_ERR_TRUNCATED;
+    /* 5. checksum */
+    crc = ec_crc32_image(buf, total);
+    if (crc != rd32(buf + 20)) return EC_ERR_CRC;
+    /* 6. kind */
+    {
+        uint32_t kind = rd16(buf + 10);
+        if (kind != EC_KIND_PROTECTED_NB && kind != EC_KIND_ECOC && kind != EC_KIND_SSBC)
+            return EC_ERR_KIND;
+    }
+    /* 7. fixed header fields */
+    if (rd16(buf + 24) != EC_HEADER_SIZE || rd16(buf + 26) != EC_ENTRY_SIZE ||
+        rd32(buf + 28) != 0u)
+        return EC_ERR_HEADER;
+    /* 8. the table fits */
+    n = rd32(buf + 12);
+    data_start = (uint64_t)EC_HEADER_SIZE + (uint64_t)EC_ENTRY_SIZE * n;
+    if (data_start > total) return EC_ERR_HEADER;
+
+    /* 9. every entry */
+    for (i = 0; i < n; i++) {
+        const uint8_t *e = ec_entry(buf, i);
+        uint32_t code, ndim, itemsize, k, offset, nbytes;
+        uint64_t expected = 0u;
+        int zero_dim = 0, too_big = 0;
+        if (!ec_name_ok(e)) return EC_ERR_TABLE;
+        for (j = 0; j < i; j++) {
+            if (ec_name_eq(e, ec_entry(buf, j))) return EC_ERR_TABLE;   /* duplicate */
+        }
+        code = e[32];
+        itemsize = ec_itemsize(code);
+        if (itemsize == 0u) return EC_ERR_TABLE;
+        ndim = e[33];
+        if (ndim > EC_MAX_NDIM) return EC_ERR_TABLE;
+        for (k = ndim; k < EC_MAX_NDIM; k++) {
+            if (rd32(e + 36 + 4u * k) != 0u) return EC_ERR_TABLE;
+        }
+        if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return EC_ERR_TABLE;
+        /* nbytes == itemsize * prod(shape), without overflow: any 0 dim
+           gives 0; otherwise stop as soon as the product exceeds uint32 */
+        expected = itemsize;
+        for (k = 0; k < ndim; k++) {
+            uint32_t s = rd32(e + 36 + 4u * k);
+            if (s == 0u) zero_dim = 1;
+            else if (!too_big) {
+                expected *= s;          /* <= (2^32 - 1)^2 < 2^64 */
+                if (expected > 0xFFFFFFFFu) too_big = 1;
+            }
+        }
+        if (zero_dim) expected = 0u;
+        else if (too_big) return EC_ERR_TABLE;
+        offset = rd32(e + 52);
+        nbytes = rd32(e + 56);
+        if ((uint64_t)nbytes != expected) return EC_ERR_TABLE;
+        if (offset % EC_ALIGNMENT) return EC_ERR_TABLE;
+        if ((uint64_t)offset < data_start) return EC_ERR_TABLE;
+        if ((uint64_t)offset + nbytes > total) return EC_ERR_TABLE;
+    }
+
+    /* 10. non-empty arrays do not overlap (pairwise: no allocation) */
+    for (i = 0; i < n; i++) {
+        const uint8_t *a = ec_entry(buf, i);
+        uint64_t as = rd32(a + 52), ae = as + rd32(a + 56);
+        if (as == ae) continue;
+        for (j = i + 1; j < n; j++) {
+            const uint8_t *b = ec_entry(buf, j);
+            uint64_t bs = rd32(b + 52), be = bs + rd32(b + 56);
+            if (bs == be) continue;
+            if (as < be && bs < ae) return EC_ERR_TABLE;
+        }
+    }
+    /* 11. total_size is the largest end (an empty array counts its offset) */
+    last_end = data_start;
+    for (i = 0; i < n; i++) {
+        const uint8_t *a = ec_entry(buf, i);
+        uint64_t end = (uint64_t)rd32(a + 52) + rd32(a + 56);
+        if (end > last_end) last_end = end;
+    }
+    if (last_end != total) return EC_ERR_TABLE;
+    /* 12. every data byte outside the non-empty arrays is zero: walk the
+       disjoint arrays in address order (the next one is the lowest start at
+       or after the cursor) */
+    cursor = data_start;
+    for (;;) {
+        uint64_t best = (uint64_t)total + 1u, best_end = 0u, p;
+        for (i = 0; i < n; i++) {
+            const uint8_t *a = ec_entry(buf, i);
+            uint64_t s = rd32(a + 52), len = rd32(a + 56);
+            if (len != 0u && s >= cursor && s < best) { best = s; best_end = s + len; }
+        }
+        p = best <= total ? best : (uint64_t)total;
+        for (; cursor < p; cursor++) {
+            if (buf[cursor] != 0u) return EC_ERR_TABLE;
+        }
+        if (best > total) break;
+        cursor = best_end;
+    }
+    /* 13. __meta__ is 1-d uint8 (its JSON text is not parsed on the device);
+       no other name starting with "__" */
+    for (i = 0; i < n; i++) {
+        const uint8_t *e = ec_entry(buf, i);
+        if (e[0] == '_' && e[1] == '_') {
+            if (!ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
+            if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
+        }
+    }
+
+    img->base = buf;
+    img->size = total;
+    img->kind = (uint16_t)rd16(buf + 10);
+    img->n_arrays = n;
+    return EC_OK;
+}
+
+ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
+{
+    uint32_t i, k;
+    if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
+    for (i = 0; i < img->n_arrays; i++) {
+        const uint8_t *e = ec_entry(img->base, i);
+        if (!ec_name_is(e, name)) continue;
+        if (out != NULL) {
+            out->data = img->base + rd32(e + 52);
+            out->nbytes = rd32(e + 56);
+            out->dtype = e[32];
+            out->ndim = e[33];
+            for (k = 0; k < EC_MAX_NDIM; k++) out->shape[k] = rd32(e + 36 + 4u * k);
+        }
+        return EC_OK;
+    }
+    return EC_ERR_SCHEMA;
+}
+
+int ec_image_has(const ec_image *img, const char *name)
+{
+    return ec_image_find(img, name, NULL) == EC_OK;
+}
+
+const char *ec_status_name(ec_status s)
+{
+    switch (s) {
+    case EC_OK: return "ok";
+    case EC_ERR_ARG: return "argument";
+    case EC_ERR_ALIGN: return "alignment";
+    case EC_ERR_TRUNCATED: return "truncated";
+    case EC_ERR_MAGIC: return "magic";
+    case EC_ERR_VERSION: return "version";
+    case EC_ERR_HEADER: return "header";
+    case EC_ERR_CRC: return "checksum";
+    case EC_ERR_TABLE: return "table";
+    case EC_ERR_KIND: return "kind";
+    case EC_ERR_SCHEMA: return "schema";
+    case EC_ERR_RULE: return "rule";
+    case EC_ERR_FRAME: return "frame";
+    case EC_ERR_WORKSPACE: return "workspace";
+    default: return "unknown";
+    }
+}

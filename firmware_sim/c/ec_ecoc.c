@@ -1,0 +1,674 @@
+/*
+ * ec_ecoc.c - ECOC ensembles (kind 2) on the device: open and verify an
+ * image in place, then run one frame in integers, bit for bit as
+ * firmware_sim.ecoc does (docs/container_format.md, "Model kind ecoc").
+ *
+ * ec_ecoc_open checks the consistency rules of check_ecoc
+ * (firmware_sim/_validation.py) in the same order, except the metadata
+ * rule (16: the runtime does not parse __meta__) and the float rules
+ * beyond the finiteness of in_center (tested on the bit pattern). A
+ * missing array or a wrong dtype/shape is EC_ERR_SCHEMA; a broken rule is
+ * EC_ERR_RULE. Nothing is copied and nothing is allocated: the tree rules
+ * share one 128-byte buffer on the stack. Rule 14 (every node referenced
+ * exactly once) uses it as a bitmap, block by block (O(nodes) up to 1024
+ * nodes, O(nodes^2 / 1024) beyond, whatever the node order); rule 15 (leaf
+ * symbols of their column) is a range test, plus, for columns whose learner
+ * lacks some of the N symbols, a walk of the tree with the buffer as a
+ * 32-entry stack (O(tree)), or, for deeper trees, without one (O(tree) on
+ * the exporter's preorder layout, O(nodes^2) at worst).
+ *
+ * ec_ecoc_infer streams: each score is accumulated, compared and
+ * forgotten, the learner symbols go straight into decision[0..m), the
+ * packed binary decoder packs one 64-bit word of them at a time and adds
+ * its popcounts into decision[m..m+c). No workspace is needed.
+ *
+ * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc.
+ * Arrays are read through typed pointers into the image (16-byte aligned,
+ * little-endian: the host and Cortex-M alike).
+ */
+#include "edgecode_rt.h"
+
+#define EC_INT64_MAX_U ((uint64_t)0x7FFFFFFFFFFFFFFFull)
+#define EC_Q_ABS_MAX 32768u /* |q| of an int16 frame value, -32768 included */
+
+/* ---- array access -------------------------------------------------------- */
+
+/* Array `name` with `dtype` and `ndim` dimensions, else EC_ERR_SCHEMA. */
+static ec_status get_array(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
+                           ec_array *a)
+{
+    if (ec_image_find(img, name, a) != EC_OK)
+        return EC_ERR_SCHEMA;
+    if (a->dtype != dtype || a->ndim != ndim)
+        return EC_ERR_SCHEMA;
+    return EC_OK;
+}
+
+/* One-dimensional array of exactly `n` entries. */
+static ec_status get_vector(const ec_image *img, const char *name, uint8_t dtype, uint64_t n,
+                            ec_array *a)
+{
+    ec_status s = get_array(img, name, dtype, 1u, a);
+    if (s != EC_OK)
+        return s;
+    return (uint64_t)a->shape[0] == n ? EC_OK : EC_ERR_SCHEMA;
+}
+
+#define AS(type, arr) ((const type *)(const void *)(arr).data)
+
+static uint32_t popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    x += x >> 8;
+    x += x >> 16;
+    x += x >> 32;
+    return (uint32_t)(x & 0x7Fu);
+}
+
+/* |v| of an int64 as uint64 (2^63 for INT64_MIN). */
+static uint64_t abs64(int64_t v)
+{
+    return v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
+}
+
+/* ---- trees: rules 14 and 15 in a 128-byte buffer on the stack ------------ */
+
+/* Rule 14 with a fixed bitmap on the stack: the nodes are checked in blocks
+ * of EC_SIEVE_BITS; for each block every reference (roots, then children of
+ * the internal nodes before the block's end: children come after their
+ * parent) sets the bit of the node it names, a bit set twice is a shared
+ * node, a bit left clear an orphan. O((nodes + m) * nodes / EC_SIEVE_BITS)
+ * time whatever the node order, 128 bytes of stack. */
+#define EC_SIEVE_WORDS 32u
+#define EC_SIEVE_BITS (32 * (int32_t)EC_SIEVE_WORDS)
+
+/* Mark v if it lies in [base, base + EC_SIEVE_BITS); 0 if it was marked. */
+static int sieve_mark(uint32_t *bits, int32_t base, int32_t v)
+{
+    uint32_t o, bit;
+    if (v < base || v - base >= EC_SIEVE_BITS)
+        return 1;
+    o = (uint32_t)(v - base);
+    bit = (uint32_t)1u << (o & 31u);
+    if (bits[o >> 5] & bit)
+        return 0;
+    bits[o >> 5] |= bit;
+    return 1;
+}
+
+static int each_node_referenced_once(const int32_t *feat, const int32_t *left,
+                                     const int32_t *right, int32_t nn, const int32_t *root,
+                                     uint32_t m, uint32_t *bits)
+{
+    uint32_t w, j;
+    volatile uint32_t *clear = bits; /* volatile: no memset call from the compiler */
+    int32_t base, i, end;
+    for (w = 0; w < EC_SIEVE_WORDS; w++)
+        clear[w] = 0;
+    for (base = 0; base < nn; base += EC_SIEVE_BITS) {
+        end = nn - base > EC_SIEVE_BITS ? base + EC_SIEVE_BITS : nn;
+        for (j = 0; j < m; j++)
+            if (!sieve_mark(bits, base, root[j]))
+                return 0;
+        for (i = 0; i < end; i++)
+            if (feat[i] >= 0 && (!sieve_mark(bits, base, left[i]) ||
+                                 !sieve_mark(bits, base, right[i])))
+                return 0;
+        /* every node of [base, end) marked; clear the words for the next block */
+        for (w = 0; w < EC_SIEVE_WORDS; w++) {
+            int32_t lo = base + 32 * (int32_t)w, n_in = end - lo;
+            uint32_t want = n_in >= 32 ? 0xFFFFFFFFu : n_in <= 0 ? 0u
+                                                      : ((uint32_t)1u << n_in) - 1u;
+            if (bits[w] != want)
+                return 0;
+            bits[w] = 0;
+        }
+    }
+    return 1;
+}
+
+/* The internal node in [lo, v) with a child v (the nearest to v), or -1.
+ * Children come after their parent (rule 12), so only nodes before v can
+ * point at it. */
+static int32_t find_parent(const int32_t *feat, const int32_t *left, const int32_t *right,
+                           int32_t lo, int32_t v)
+{
+    int32_t i;
+    for (i = v - 1; i >= lo; i--)
+        if (feat[i] >= 0 && (left[i] == v || right[i] == v))
+            return i;
+    return -1;
+}
+
+/* Is `s` one of the strictly increasing symbols cls[0..n)? */
+static int has_symbol(const int16_t *cls, int32_t n, int16_t s)
+{
+    int32_t lo = 0, hi = n;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (cls[mid] < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && cls[lo] == s;
+}
+
+/* Rule 15 for the tree rooted at r: every leaf holds one of the symbols
+ * cls[0..ncls). A preorder walk keeps the pending right children in
+ * stack[0..EC_SIEVE_WORDS) (O(tree) for trees up to 32 levels deep, the
+ * common case); a deeper tree is walked again without a stack, climbing
+ * through parents found by a backward search (all nodes of the tree lie at
+ * or after r): O(tree) on a preorder layout, O(nodes^2) at worst. Needs
+ * rules 12 and 14 (the nodes form disjoint trees). */
+static int column_leaves_ok(const int32_t *feat, const int32_t *left, const int32_t *right,
+                            const int16_t *leaf, int32_t r, const int16_t *cls, int32_t ncls,
+                            uint32_t *stack)
+{
+    uint32_t sp = 0;
+    int32_t v = r;
+    for (;;) {
+        while (feat[v] >= 0) {
+            if (sp == EC_SIEVE_WORDS)
+                goto deep;
+            stack[sp++] = (uint32_t)right[v];
+            v = left[v];
+        }
+        if (!has_symbol(cls, ncls, leaf[v]))
+            return 0;
+        if (sp == 0)
+            return 1;
+        v = (int32_t)stack[--sp];
+    }
+deep:
+    v = r;
+    for (;;) {
+        while (feat[v] >= 0)
+            v = left[v];
+        if (!has_symbol(cls, ncls, leaf[v]))
+            return 0;
+        for (;;) { /* climb to the next right subtree */
+            int32_t p;
+            if (v == r)
+                return 1;
+            p = find_parent(feat, left, right, r, v);
+            if (p < 0)
+                return 0; /* cannot happen after rule 14 */
+            if (left[p] == v) {
+                v = right[p];
+                break;
+            }
+            v = p;
+        }
+    }
+}
+
+/* ---- linear learners (rules 9, 10) ---------------------------------------- */
+
+static ec_status open_linear(const ec_image *img, ec_ecoc_model *mo, const int32_t *n_cls)
+{
+    ec_array a; /* one at a time: the open path's stack stays small */
+    ec_status s;
+    const int32_t *w, *n_out, *out_off;
+    const int64_t *b;
+    uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
+    uint64_t sum;
+
+    if ((s = get_array(img, "lin_weights", EC_I32, 2u, &a)) != EC_OK)
+        return s;
+    if ((uint64_t)a.shape[0] != d)
+        return EC_ERR_SCHEMA;
+    k = a.shape[1];
+    w = AS(int32_t, a);
+    if ((s = get_vector(img, "lin_bias", EC_I64, k, &a)) != EC_OK)
+        return s;
+    b = AS(int64_t, a);
+    if ((s = get_vector(img, "col_n_out", EC_I32, m, &a)) != EC_OK)
+        return s;
+    n_out = AS(int32_t, a);
+    if ((s = get_vector(img, "col_out_offset", EC_I32, m, &a)) != EC_OK)
+        return s;
+    out_off = AS(int32_t, a);
+
+    /* 0 scores: constant learner; 1: sign (two symbols); else one per symbol */
+    for (j = 0; j < m; j++) {
+        int32_t nc = n_cls[j], no = n_out[j];
+        int ok = nc == 1 ? no == 0 : (no == nc || (nc == 2 && no == 1));
+        if (!ok)
+            return EC_ERR_RULE;
+    }
+    sum = 0;
+    for (j = 0; j < m; j++)
+        sum += (uint64_t)n_out[j]; /* each in [0, 32767] */
+    if (sum != (uint64_t)k)
+        return EC_ERR_RULE;
+    sum = 0;
+    for (j = 0; j < m; j++) {
+        if ((int64_t)out_off[j] != (int64_t)sum)
+            return EC_ERR_RULE;
+        sum += (uint64_t)n_out[j];
+    }
+    /* |lin_bias[o]| + 32768 sum_f |lin_weights[f, o]| <= 2^63 - 1; the sum is
+     * below d 2^31 < 2^61 (d 8-byte in_center entries fit a 4 GiB file) */
+    for (o = 0; o < k; o++) {
+        uint64_t absb = abs64(b[o]), abs_w = 0;
+        for (f = 0; f < d; f++) {
+            int32_t v = w[(size_t)f * k + o];
+            abs_w += v < 0 ? (uint64_t)(-(int64_t)v) : (uint64_t)v;
+        }
+        if (absb > EC_INT64_MAX_U || abs_w > (EC_INT64_MAX_U - absb) / EC_Q_ABS_MAX)
+            return EC_ERR_RULE;
+    }
+    mo->lin_weights = w;
+    mo->lin_bias = b;
+    mo->col_n_out = n_out;
+    mo->col_out_offset = out_off;
+    mo->n_outputs = k;
+    return EC_OK;
+}
+
+/* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
+
+static ec_status open_trees(const ec_image *img, ec_ecoc_model *mo)
+{
+    ec_array a; /* one at a time: the open path's stack stays small */
+    uint32_t scratch[EC_SIEVE_WORDS]; /* rule 14's bitmap, then rule 15's stack */
+    ec_status s;
+    const int32_t *feat, *thr, *left, *right, *root;
+    const int16_t *leaf;
+    uint32_t m = mo->n_columns, j, n_nodes;
+    int32_t nn, i, d = (int32_t)mo->n_features;
+    uint64_t refs;
+    int side;
+
+    if ((s = get_array(img, "tree_feature", EC_I32, 1u, &a)) != EC_OK)
+        return s;
+    n_nodes = a.shape[0];
+    feat = AS(int32_t, a);
+    if ((s = get_vector(img, "tree_threshold", EC_I32, n_nodes, &a)) != EC_OK)
+        return s;
+    thr = AS(int32_t, a);
+    if ((s = get_vector(img, "tree_left", EC_I32, n_nodes, &a)) != EC_OK)
+        return s;
+    left = AS(int32_t, a);
+    if ((s = get_vector(img, "tree_right", EC_I32, n_nodes, &a)) != EC_OK)
+        return s;
+    right = AS(int32_t, a);
+    if ((s = get_vector(img, "tree_leaf", EC_I16, n_nodes, &a)) != EC_OK)
+        return s;
+    leaf = AS(int16_t, a);
+    if ((s = get_vector(img, "tree_root", EC_I32, m, &a)) != EC_OK)
+        return s;
+    root = AS(int32_t, a);
+    /* 4-byte nodes in a file under 4 GiB: fewer than 2^30 of them */
+    nn = (int32_t)n_nodes;
+
+    /* rule 11: one node per column at least, roots index the nodes */
+    if ((uint32_t)nn < m)
+        return EC_ERR_RULE;
+    for (j = 0; j < m; j++)
+        if (root[j] < 0 || root[j] >= nn)
+            return EC_ERR_RULE;
+    /* rule 12: features, children strictly after their parent, -1 at leaves */
+    for (i = 0; i < nn; i++)
+        if (feat[i] < -1 || feat[i] >= d)
+            return EC_ERR_RULE;
+    for (side = 0; side < 2; side++) {
+        const int32_t *child = side == 0 ? left : right;
+        for (i = 0; i < nn; i++)
+            if (feat[i] >= 0 && (child[i] <= i || child[i] >= nn))
+                return EC_ERR_RULE;
+        for (i = 0; i < nn; i++)
+            if (feat[i] < 0 && child[i] != -1)
+                return EC_ERR_RULE;
+    }
+    /* rule 14: every node referenced exactly once (a child of one internal
+     * node or one column's root): no shared node, no orphan. There are
+     * 2 #internal + m references, so the count must be the number of nodes. */
+    refs = m;
+    for (i = 0; i < nn; i++)
+        if (feat[i] >= 0)
+            refs += 2u;
+    if (refs != (uint64_t)nn)
+        return EC_ERR_RULE;
+    if (!each_node_referenced_once(feat, left, right, nn, root, m, scratch))
+        return EC_ERR_RULE;
+    /* rule 15: a leaf holds one of its column's learner symbols. First the
+     * range [0, N) at every leaf: that settles the columns whose learner has
+     * all N symbols (every column of a binary or ternary code but constant
+     * ones); the other trees are walked (column_leaves_ok). */
+    for (i = 0; i < nn; i++)
+        if (feat[i] < 0 && (leaf[i] < 0 || leaf[i] >= (int32_t)mo->n_symbols))
+            return EC_ERR_RULE;
+    for (j = 0; j < m; j++) {
+        int32_t ncls = mo->col_n_cls[j];
+        if (ncls < (int32_t)mo->n_symbols &&
+            !column_leaves_ok(feat, left, right, leaf, root[j],
+                              mo->col_classes + mo->col_cls_offset[j], ncls, scratch))
+            return EC_ERR_RULE;
+    }
+    mo->tree_feature = feat;
+    mo->tree_threshold = thr;
+    mo->tree_left = left;
+    mo->tree_right = right;
+    mo->tree_leaf = leaf;
+    mo->tree_root = root;
+    mo->n_nodes = (uint32_t)nn;
+    return EC_OK;
+}
+
+/* ---- ec_ecoc_open ---------------------------------------------------------- */
+
+static void clear_model(ec_ecoc_model *mo)
+{
+    mo->n_classes = mo->n_columns = mo->n_symbols = mo->n_features = 0;
+    mo->learner_kind = 0;
+    mo->code = 0;
+    mo->unused_count = 0;
+    mo->col_cls_offset = mo->col_n_cls = 0;
+    mo->col_classes = 0;
+    mo->code_bits = mo->code_used = 0;
+    mo->code_words = 0;
+    mo->lin_weights = 0;
+    mo->lin_bias = 0;
+    mo->col_out_offset = mo->col_n_out = 0;
+    mo->n_outputs = 0;
+    mo->tree_feature = mo->tree_threshold = mo->tree_left = mo->tree_right = 0;
+    mo->tree_leaf = 0;
+    mo->tree_root = 0;
+    mo->n_nodes = 0;
+}
+
+static const char *const linear_arrays[] = {"lin_weights", "lin_bias", "col_out_offset",
+                                            "col_n_out"};
+static const char *const tree_arrays[] = {"tree_feature", "tree_threshold", "tree_left",
+                                          "tree_right", "tree_leaf", "tree_root"};
+
+static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
+{
+    ec_array a; /* one at a time: the open path's stack stays small */
+    ec_status s;
+    const int16_t *code, *cls;
+    const int32_t *unused, *n_cls, *cls_off;
+    const uint64_t *center;
+    uint32_t c, m, d, r, j, words, wd, n_other;
+    int32_t n_sym, max_code;
+    uint64_t total, sum;
+    uint8_t kind;
+    const char *const *other;
+
+    /* rule 1: the code */
+    if ((s = get_array(img, "code", EC_I16, 2u, &a)) != EC_OK)
+        return s;
+    c = a.shape[0];
+    m = a.shape[1];
+    code = AS(int16_t, a);
+    if (c < 2u || m < 1u)
+        return EC_ERR_RULE;
+    max_code = -1;
+    for (r = 0; r < c; r++)
+        for (j = 0; j < m; j++) {
+            int16_t v = code[(size_t)r * m + j];
+            if (v < -1)
+                return EC_ERR_RULE;
+            if (v > max_code)
+                max_code = v;
+        }
+    /* rule 2: the alphabet */
+    if ((s = get_vector(img, "n_symbols", EC_I32, 1u, &a)) != EC_OK)
+        return s;
+    n_sym = AS(int32_t, a)[0];
+    if (n_sym != (max_code + 1 > 2 ? max_code + 1 : 2))
+        return EC_ERR_RULE;
+    /* rule 3: unused entries per row */
+    if ((s = get_vector(img, "unused_count", EC_I32, c, &a)) != EC_OK)
+        return s;
+    unused = AS(int32_t, a);
+    for (r = 0; r < c; r++) {
+        int32_t cnt = 0;
+        for (j = 0; j < m; j++)
+            cnt += code[(size_t)r * m + j] < 0;
+        if (unused[r] != cnt)
+            return EC_ERR_RULE;
+    }
+    /* rule 4: learner symbol counts, their table and its running offsets */
+    if ((s = get_vector(img, "col_n_cls", EC_I32, m, &a)) != EC_OK)
+        return s;
+    n_cls = AS(int32_t, a);
+    total = 0;
+    for (j = 0; j < m; j++) {
+        if (n_cls[j] < 1 || n_cls[j] > n_sym)
+            return EC_ERR_RULE;
+        total += (uint64_t)n_cls[j];
+    }
+    if ((s = get_vector(img, "col_classes", EC_I16, total, &a)) != EC_OK)
+        return s;
+    cls = AS(int16_t, a);
+    if ((s = get_vector(img, "col_cls_offset", EC_I32, m, &a)) != EC_OK)
+        return s;
+    cls_off = AS(int32_t, a);
+    sum = 0;
+    for (j = 0; j < m; j++) {
+        if ((int64_t)cls_off[j] != (int64_t)sum)
+            return EC_ERR_RULE;
+        sum += (uint64_t)n_cls[j];
+    }
+    /* rule 5: symbols in [0, N), strictly increasing within a column */
+    for (j = 0; j < m; j++) {
+        const int16_t *col = cls + cls_off[j];
+        int32_t t;
+        for (t = 0; t < n_cls[j]; t++) {
+            if (col[t] < 0 || col[t] >= n_sym)
+                return EC_ERR_RULE;
+        }
+    }
+    for (j = 0; j < m; j++) {
+        const int16_t *col = cls + cls_off[j];
+        int32_t t;
+        for (t = 1; t < n_cls[j]; t++)
+            if (col[t] <= col[t - 1])
+                return EC_ERR_RULE;
+    }
+    /* rule 6: the input quantizer (host side; only finiteness matters here) */
+    if ((s = get_array(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
+        return s;
+    d = a.shape[0];
+    center = AS(uint64_t, a);
+    if (d < 1u)
+        return EC_ERR_RULE;
+    for (j = 0; j < d; j++)
+        if (((center[j] >> 52) & 0x7FFu) == 0x7FFu) /* NaN or infinity */
+            return EC_ERR_RULE;
+    if ((s = get_vector(img, "in_shift", EC_I8, d, &a)) != EC_OK)
+        return s;
+
+    mo->n_classes = c;
+    mo->n_columns = m;
+    mo->n_symbols = (uint32_t)n_sym;
+    mo->n_features = d;
+    mo->code = code;
+    mo->unused_count = unused;
+    mo->col_cls_offset = cls_off;
+    mo->col_n_cls = n_cls;
+    mo->col_classes = cls;
+
+    /* rule 7: the packed binary code, only for N = 2 */
+    if (n_sym == 2) {
+        const uint64_t *bits, *used;
+        words = (uint32_t)(((uint64_t)m + 63u) / 64u);
+        if ((s = get_array(img, "code_bits", EC_U64, 2u, &a)) != EC_OK)
+            return s;
+        if (a.shape[0] != c || a.shape[1] != words)
+            return EC_ERR_SCHEMA;
+        bits = AS(uint64_t, a);
+        if ((s = get_array(img, "code_used", EC_U64, 2u, &a)) != EC_OK)
+            return s;
+        if (a.shape[0] != c || a.shape[1] != words)
+            return EC_ERR_SCHEMA;
+        used = AS(uint64_t, a);
+        for (wd = 0; wd < 2u; wd++) {
+            const uint64_t *packed = wd == 0 ? bits : used;
+            for (r = 0; r < c; r++) {
+                const int16_t *row = code + (size_t)r * m;
+                uint32_t k;
+                for (k = 0; k < words; k++) {
+                    uint64_t want = 0;
+                    uint32_t j0 = k * 64u, j1 = m - j0 < 64u ? m : j0 + 64u;
+                    for (j = j0; j < j1; j++)
+                        if (wd == 0 ? row[j] == 1 : row[j] >= 0)
+                            want |= (uint64_t)1u << (j - j0);
+                    if (packed[(size_t)r * words + k] != want)
+                        return EC_ERR_RULE;
+                }
+            }
+        }
+        mo->code_bits = bits;
+        mo->code_used = used;
+        mo->code_words = words;
+    } else if (ec_image_has(img, "code_bits") || ec_image_has(img, "code_used")) {
+        return EC_ERR_RULE;
+    }
+
+    /* rule 8: the learner kind, without the other kind's arrays */
+    if ((s = get_vector(img, "learner_kind", EC_U8, 1u, &a)) != EC_OK)
+        return s;
+    kind = a.data[0];
+    if (kind != 1u && kind != 2u)
+        return EC_ERR_RULE;
+    mo->learner_kind = kind;
+    other = kind == 1u ? tree_arrays : linear_arrays;
+    n_other = kind == 1u ? (uint32_t)(sizeof tree_arrays / sizeof tree_arrays[0])
+                         : (uint32_t)(sizeof linear_arrays / sizeof linear_arrays[0]);
+    for (j = 0; j < n_other; j++)
+        if (ec_image_has(img, other[j]))
+            return EC_ERR_RULE;
+    return kind == 1u ? open_linear(img, mo, n_cls) : open_trees(img, mo);
+}
+
+ec_status ec_ecoc_open(const ec_image *img, ec_ecoc_model *m)
+{
+    ec_status s;
+    if (img == 0 || m == 0)
+        return EC_ERR_ARG;
+    clear_model(m);
+    if (img->kind != EC_KIND_ECOC)
+        return EC_ERR_KIND;
+    s = open_checked(img, m);
+    if (s != EC_OK)
+        clear_model(m);
+    return s;
+}
+
+/* ---- inference ------------------------------------------------------------- */
+
+uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m)
+{
+    (void)m; /* everything streams: scores, symbols and packed words */
+    return 0u;
+}
+
+/* lin_bias[o] + sum_f q_f lin_weights[f, o]; rule 10 bounds every partial sum. */
+static int64_t linear_score(const ec_ecoc_model *m, const int16_t *q, uint32_t o)
+{
+    const int32_t *w = m->lin_weights + o;
+    uint32_t f, d = m->n_features, k = m->n_outputs;
+    int64_t acc = m->lin_bias[o];
+    for (f = 0; f < d; f++, w += k)
+        acc += (int64_t)q[f] * (int64_t)*w;
+    return acc;
+}
+
+ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *label,
+                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
+{
+    uint32_t c, n, j, r;
+    int64_t *dist, best;
+    int32_t arg;
+
+    (void)workspace;
+    (void)workspace_bytes;
+    if (m == 0 || frame == 0 || label == 0 || decision == 0 || m->code == 0)
+        return EC_ERR_ARG;
+    c = m->n_classes;
+    n = m->n_columns;
+    dist = decision + n;
+
+    /* learner symbols -> decision[0 .. n) */
+    if (m->learner_kind == 1u) {
+        for (j = 0; j < n; j++) {
+            const int16_t *cls = m->col_classes + m->col_cls_offset[j];
+            int32_t k = m->col_n_out[j];
+            uint32_t o = (uint32_t)m->col_out_offset[j];
+            int32_t pick = 0;
+            if (k == 1) {
+                pick = linear_score(m, frame, o) > 0;
+            } else if (k > 1) { /* first argmax */
+                int64_t top = linear_score(m, frame, o);
+                int32_t t;
+                for (t = 1; t < k; t++) {
+                    int64_t v = linear_score(m, frame, o + (uint32_t)t);
+                    if (v > top) {
+                        top = v;
+                        pick = t;
+                    }
+                }
+            }
+            decision[j] = cls[pick];
+        }
+    } else if (m->learner_kind == 2u) {
+        const int32_t *feat = m->tree_feature, *thr = m->tree_threshold;
+        const int32_t *left = m->tree_left, *right = m->tree_right;
+        int32_t nn = (int32_t)m->n_nodes;
+        for (j = 0; j < n; j++) {
+            int32_t node = m->tree_root[j];
+            while (feat[node] >= 0) {
+                int32_t next = frame[feat[node]] <= thr[node] ? left[node] : right[node];
+                if (next <= node || next >= nn) /* excluded by rule 12 */
+                    return EC_ERR_RULE;
+                node = next;
+            }
+            decision[j] = m->tree_leaf[node];
+        }
+    } else {
+        return EC_ERR_ARG;
+    }
+
+    /* doubled distances -> decision[n .. n + c) */
+    if (m->n_symbols == 2u && m->code_bits != 0) {
+        uint32_t words = m->code_words, k;
+        for (r = 0; r < c; r++)
+            dist[r] = m->unused_count[r];
+        for (k = 0; k < words; k++) { /* one packed word of outputs at a time */
+            uint64_t w = 0;
+            uint32_t j0 = k * 64u, j1 = n - j0 < 64u ? n : j0 + 64u;
+            for (j = j0; j < j1; j++)
+                if (decision[j] != 0)
+                    w |= (uint64_t)1u << (j - j0);
+            for (r = 0; r < c; r++) {
+                size_t at = (size_t)r * words + k;
+                dist[r] += 2 * (int64_t)popcount64((w ^ m->code_bits[at]) & m->code_used[at]);
+            }
+        }
+    } else {
+        for (r = 0; r < c; r++) {
+            const int16_t *row = m->code + (size_t)r * n;
+            int64_t cnt = 0;
+            for (j = 0; j < n; j++)
+                cnt += row[j] >= 0 && row[j] != decision[j];
+            dist[r] = 2 * cnt + m->unused_count[r];
+        }
+    }
+
+    /* the first class with the smallest distance */
+    arg = 0;
+    best = dist[0];
+    for (r = 1; r < c; r++)
+        if (dist[r] < best) {
+            best = dist[r];
+            arg = (int32_t)r;
+        }
+    *label = arg;
+    return EC_OK;
+}

@@ -1,0 +1,439 @@
+/*
+ * ec_ssbc.c - streaming spectral binary codes (kind 3): open and infer.
+ *
+ * ec_ssbc_open checks every rule of firmware_sim/_validation.py check_ssbc
+ * (docs/container_format.md, "Consistency rules of ssbc" 1-10); rule 11
+ * (metadata types) is host-side only. Rule 5 (exp_mult is a nearest integer
+ * to the IEEE double 2^56 log2(e) / (sigma 4^input_shift)) is evaluated with
+ * integer arithmetic that reproduces the two IEEE-754 double operations
+ * Python performs (a multiplication by a power of two, then a division, both
+ * rounded to nearest, ties to even, with subnormals and overflow), so the
+ * opener needs no floating point either.
+ *
+ * ec_ssbc_infer is firmware_sim/_kernels/ssbc.py (_ssbc_bits, _q15_exp_neg,
+ * _hamming_knn) for one frame, in the same integer operations.
+ *
+ * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
+ */
+#include "edgecode_rt.h"
+
+#define SSBC_EXP_SHIFT 40
+#define SSBC_T_MAX 17
+#define SSBC_LUT_LEN 257u
+
+/* round(2^15 * 2^(-i/256)), i = 0..256 (firmware_sim._validation.ssbc_exp_lut) */
+static const uint16_t ssbc_lut[SSBC_LUT_LEN] = {
+    32768, 32679, 32591, 32503, 32415, 32327, 32240, 32153, 32066, 31979, 31893, 31806,
+    31720, 31635, 31549, 31464, 31379, 31294, 31209, 31125, 31041, 30957, 30873, 30790,
+    30706, 30623, 30541, 30458, 30376, 30293, 30212, 30130, 30048, 29967, 29886, 29805,
+    29725, 29644, 29564, 29484, 29405, 29325, 29246, 29167, 29088, 29009, 28931, 28852,
+    28774, 28697, 28619, 28542, 28464, 28388, 28311, 28234, 28158, 28082, 28006, 27930,
+    27855, 27779, 27704, 27629, 27554, 27480, 27406, 27332, 27258, 27184, 27110, 27037,
+    26964, 26891, 26818, 26746, 26674, 26601, 26530, 26458, 26386, 26315, 26244, 26173,
+    26102, 26031, 25961, 25891, 25821, 25751, 25681, 25612, 25543, 25474, 25405, 25336,
+    25268, 25199, 25131, 25063, 24995, 24928, 24860, 24793, 24726, 24659, 24593, 24526,
+    24460, 24394, 24328, 24262, 24196, 24131, 24066, 24001, 23936, 23871, 23806, 23742,
+    23678, 23614, 23550, 23486, 23423, 23359, 23296, 23233, 23170, 23108, 23045, 22983,
+    22921, 22859, 22797, 22735, 22674, 22613, 22552, 22491, 22430, 22369, 22309, 22248,
+    22188, 22128, 22068, 22009, 21949, 21890, 21831, 21772, 21713, 21654, 21595, 21537,
+    21479, 21421, 21363, 21305, 21247, 21190, 21133, 21076, 21019, 20962, 20905, 20849,
+    20792, 20736, 20680, 20624, 20568, 20513, 20457, 20402, 20347, 20292, 20237, 20182,
+    20127, 20073, 20019, 19965, 19911, 19857, 19803, 19750, 19696, 19643, 19590, 19537,
+    19484, 19431, 19379, 19326, 19274, 19222, 19170, 19118, 19066, 19015, 18963, 18912,
+    18861, 18810, 18759, 18708, 18658, 18607, 18557, 18507, 18457, 18407, 18357, 18308,
+    18258, 18209, 18160, 18110, 18061, 18013, 17964, 17915, 17867, 17819, 17770, 17722,
+    17674, 17627, 17579, 17531, 17484, 17437, 17390, 17343, 17296, 17249, 17202, 17156,
+    17109, 17063, 17017, 16971, 16925, 16879, 16834, 16788, 16743, 16697, 16652, 16607,
+    16562, 16518, 16473, 16428, 16384
+};
+
+/* array `name` with this dtype and number of dimensions, else EC_ERR_SCHEMA */
+static ec_status ssbc_require(const ec_image *img, const char *name, uint8_t dtype,
+                              uint8_t ndim, ec_array *a)
+{
+    if (ec_image_find(img, name, a) != EC_OK) return EC_ERR_SCHEMA;
+    if (a->dtype != dtype || a->ndim != ndim) return EC_ERR_SCHEMA;
+    return EC_OK;
+}
+
+/* a shape-(1,) scalar */
+static ec_status ssbc_scalar(const ec_image *img, const char *name, uint8_t dtype, ec_array *a)
+{
+    if (ssbc_require(img, name, dtype, 1u, a) != EC_OK || a->shape[0] != 1u)
+        return EC_ERR_SCHEMA;
+    return EC_OK;
+}
+
+/* ---- rule 5 in integers ------------------------------------------------------
+ * Python: sigma_q = sigma * 4.0**input_shift
+ *         exact = 2.0**56 * math.log2(math.e) / sigma_q   (inf unless sigma_q
+ *                 is finite and > 0)
+ *         ok iff exact is finite and |exp_mult - exact| <= 1/2 (exactly).
+ * Doubles are handled as (M, E) with value M * 2^E, M < 2^53. */
+
+/* math.log2(math.e) = 0x3FF71547652B82FE = 0x171547652B82FE * 2^-52 */
+#define SSBC_LOG2E_MANT ((uint64_t)0x171547652B82FEu)
+#define SSBC_LOG2E_EXP (-52)
+
+/* M in [2^52, 2^53) by shifting left (M > 0) */
+static void ssbc_normalize(uint64_t *M, int32_t *E)
+{
+    while (*M < ((uint64_t)1 << 52)) {
+        *M <<= 1;
+        *E -= 1;
+    }
+}
+
+/* M >> sh rounded to nearest, ties to even (sh >= 1) */
+static uint64_t ssbc_shift_round(uint64_t M, int32_t sh)
+{
+    uint64_t q, rem, half;
+    if (sh >= 64) return 0u;   /* M < 2^53 <= 2^63: below half of one unit */
+    q = M >> sh;
+    rem = M & (((uint64_t)1 << sh) - 1u);
+    half = (uint64_t)1 << (sh - 1);
+    if (rem > half || (rem == half && (q & 1u))) q++;
+    return q;
+}
+
+static int ssbc_exp_mult_ok(uint64_t sigma_bits, int32_t input_shift, int64_t mult)
+{
+    uint64_t M, q = 0u, r, keep, dropped, half, two_mult;
+    int32_t E, Er, w, i;
+    uint32_t bexp = (uint32_t)((sigma_bits >> 52) & 0x7FFu);
+    uint64_t frac = sigma_bits & (((uint64_t)1 << 52) - 1u);
+    int sticky;
+
+    if ((sigma_bits >> 63) != 0u || bexp == 0x7FFu || sigma_bits == 0u) return 0;
+    if (mult < 1 || mult > (int64_t)(((uint64_t)1 << 62) - 1u)) return 0;
+    /* sigma = M * 2^E */
+    if (bexp == 0u) { M = frac; E = -1074; }
+    else { M = frac | ((uint64_t)1 << 52); E = (int32_t)bexp - 1075; }
+    ssbc_normalize(&M, &E);
+    /* sigma_q = sigma * 2^(2 input_shift): exact unless it over- or underflows */
+    E += 2 * input_shift;
+    if (E + 52 > 1023) return 0;                 /* inf */
+    if (E < -1074) {                             /* subnormal: round to 2^-1074 units */
+        M = ssbc_shift_round(M, -1074 - E);
+        if (M == 0u) return 0;                   /* sigma_q == 0 */
+        E = -1074;
+        ssbc_normalize(&M, &E);                  /* same value, for the division */
+    }
+    /* Q = (LM * 2^(LE + 56)) / (M * 2^E): q = floor(LM * 2^55 / M), remainder r */
+    q = SSBC_LOG2E_MANT / M;                     /* 0 or 1: LM / M in (1/2, 2) */
+    r = SSBC_LOG2E_MANT % M;
+    for (i = 0; i < 55; i++) {
+        r <<= 1;                                 /* r < M < 2^53 */
+        q <<= 1;
+        if (r >= M) { r -= M; q |= 1u; }
+    }
+    /* Q = (q + r / M) * 2^(LE + 56 - E - 55), q in [2^54, 2^56) */
+    Er = SSBC_LOG2E_EXP + 56 - E - 55;
+    w = q >= ((uint64_t)1 << 55) ? 3 : 2;        /* bits dropped to keep 53 */
+    keep = q >> w;
+    dropped = q & (((uint64_t)1 << w) - 1u);
+    Er += w;
+    half = (uint64_t)1 << (w - 1);
+    sticky = (dropped & (half - 1u)) != 0u || r != 0u;
+    if ((dropped & half) && (sticky || (keep & 1u))) keep++;
+    if (keep == ((uint64_t)1 << 53)) { keep >>= 1; Er += 1; }
+    if (Er + 52 > 1023) return 0;                /* exact = inf */
+    /* (Er + 52 >= -968 here: Q is never subnormal) */
+    /* |mult - keep 2^Er| <= 1/2, i.e. |2 mult - keep 2^(Er + 1)| <= 1 */
+    two_mult = 2u * (uint64_t)mult;              /* mult < 2^63 */
+    if (Er >= 0) {
+        if (Er + 52 >= 63) return 0;             /* Q >= 2^63 > mult + 1/2 */
+        return (uint64_t)mult == (keep << Er);   /* Q is an integer */
+    } else {
+        int32_t s2 = -Er - 1;                    /* 2Q = keep / 2^s2 */
+        uint64_t F, rest;
+        if (s2 == 0) { F = keep; rest = 0u; }
+        else if (s2 >= 64) { F = 0u; rest = keep; }
+        else { F = keep >> s2; rest = keep & (((uint64_t)1 << s2) - 1u); }
+        if (rest == 0u)                          /* 2Q = F: |2 mult - F| <= 1 */
+            return two_mult + 1u >= F && two_mult <= F + 1u;
+        return two_mult >= F && two_mult <= F + 1u;   /* F < 2Q < F + 1 */
+    }
+}
+
+ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
+{
+    ec_array a;   /* one at a time: a small stack */
+    const int16_t *pv;
+    uint32_t mm, d, k, i;
+    uint64_t n, sigma_bits;
+    int64_t mult, clamp;
+    int32_t input_shift, projection_shift;
+    const int16_t *av;
+    const int64_t *tv;
+    const uint16_t *lv;
+
+    if (img == NULL || m == NULL || img->base == NULL) return EC_ERR_ARG;
+    if (img->kind != EC_KIND_SSBC) return EC_ERR_KIND;
+    /* 1. anchors int16 (m, d), m, d >= 1, entries in [-32767, 32767] */
+    if (ssbc_require(img, "anchors", EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    mm = a.shape[0];
+    d = a.shape[1];
+    if (mm < 1u || d < 1u) return EC_ERR_SCHEMA;
+    av = (const int16_t *)(const void *)a.data;
+    n = (uint64_t)mm * d;
+    for (i = 0; i < n; i++) {
+        if (av[i] == -32768) return EC_ERR_RULE;
+    }
+    /* 2. input_shift in [-30, 30] */
+    if (ssbc_scalar(img, "input_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    input_shift = *(const int32_t *)(const void *)a.data;
+    if (input_shift < -30 || input_shift > 30) return EC_ERR_RULE;
+    /* 3. sigma finite and > 0 (bit tests: sign 0, exponent not all ones, not 0) */
+    if (ssbc_scalar(img, "sigma", EC_F64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    sigma_bits = *(const uint64_t *)(const void *)a.data;
+    if ((sigma_bits >> 63) != 0u || ((sigma_bits >> 52) & 0x7FFu) == 0x7FFu || sigma_bits == 0u)
+        return EC_ERR_RULE;
+    /* 4. exp_mult in [1, 2^62 - 1]; dist_clamp >= 0; product in [17 2^56, 2^63) */
+    if (ssbc_scalar(img, "exp_mult", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    mult = *(const int64_t *)(const void *)a.data;
+    if (mult < 1 || mult > (int64_t)(((uint64_t)1 << 62) - 1u)) return EC_ERR_RULE;
+    if (ssbc_scalar(img, "dist_clamp", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    clamp = *(const int64_t *)(const void *)a.data;
+    if (clamp < 0) return EC_ERR_RULE;
+    if (clamp > INT64_MAX / mult) return EC_ERR_RULE;             /* product >= 2^63 */
+    if (clamp * mult < ((int64_t)SSBC_T_MAX << (SSBC_EXP_SHIFT + 16))) return EC_ERR_RULE;
+    /* 5. exp_mult is round(2^56 log2(e) / (sigma 4^input_shift)) in IEEE double */
+    if (!ssbc_exp_mult_ok(sigma_bits, input_shift, mult)) return EC_ERR_RULE;
+    /* 6. dist_clamp == ceil(17 2^56 / exp_mult) */
+    {
+        uint64_t num = (uint64_t)SSBC_T_MAX << (SSBC_EXP_SHIFT + 16);
+        uint64_t want = (num + (uint64_t)mult - 1u) / (uint64_t)mult;
+        if ((uint64_t)clamp != want) return EC_ERR_RULE;
+    }
+    /* 7. exp_lut is the table */
+    if (ssbc_require(img, "exp_lut", EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
+        return EC_ERR_SCHEMA;
+    lv = (const uint16_t *)(const void *)a.data;
+    for (i = 0; i < SSBC_LUT_LEN; i++) {
+        if (lv[i] != ssbc_lut[i]) return EC_ERR_RULE;
+    }
+    /* 8. projection int16 (m, k), k >= 1; projection_shift; |thresholds| < 2^62 */
+    if (ssbc_require(img, "projection", EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
+        return EC_ERR_SCHEMA;
+    k = a.shape[1];
+    pv = (const int16_t *)(const void *)a.data;
+    if (k < 1u) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, "projection_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    projection_shift = *(const int32_t *)(const void *)a.data;
+    if (projection_shift < -30 || projection_shift > 30) return EC_ERR_RULE;
+    if (ssbc_require(img, "thresholds", EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
+        return EC_ERR_SCHEMA;
+    tv = (const int64_t *)(const void *)a.data;
+    for (i = 0; i < k; i++) {
+        int64_t lim = (int64_t)(((uint64_t)1 << 62) - 1u);
+        if (tv[i] < -lim || tv[i] > lim) return EC_ERR_RULE;
+    }
+    /* 9. m 2^30 < 2^62: the int64 accumulators cannot overflow */
+    if (((uint64_t)mm << 30) >= ((uint64_t)1 << 62)) return EC_ERR_RULE;
+
+    m->n_anchors = mm;
+    m->n_features = d;
+    m->n_bits = k;
+    m->anchors = av;
+    m->input_shift = input_shift;
+    m->projection_shift = projection_shift;
+    m->exp_mult = mult;
+    m->dist_clamp = clamp;
+    m->exp_lut = lv;
+    m->projection = pv;
+    m->thresholds = tv;
+    m->has_table = 0;
+    m->table_codes = NULL;
+    m->table_labels = NULL;
+    m->table_size = 0u;
+    m->n_classes = 0;
+    m->knn_k = 0;
+
+    /* 10. the optional labelled table */
+    if (ec_image_has(img, "table_codes")) {
+        uint64_t nb = ((uint64_t)k + 7u) / 8u;
+        uint32_t T, t, pad = k % 8u;
+        int32_t nc, knn_k;
+        const int32_t *labels;
+        const uint8_t *codes;
+        if (ssbc_require(img, "table_codes", EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
+            return EC_ERR_SCHEMA;
+        T = a.shape[0];
+        codes = a.data;
+        if (T < 1u) return EC_ERR_SCHEMA;
+        if (pad) {
+            for (t = 0; t < T; t++) {
+                if ((codes[(uint64_t)t * nb + nb - 1u] >> pad) != 0u) return EC_ERR_RULE;
+            }
+        }
+        if (ssbc_require(img, "table_labels", EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
+            return EC_ERR_SCHEMA;
+        labels = (const int32_t *)(const void *)a.data;
+        if (ssbc_scalar(img, "n_classes", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        nc = *(const int32_t *)(const void *)a.data;
+        if (nc < 1 || (int64_t)nc > (int64_t)T) return EC_ERR_RULE;
+        for (t = 0; t < T; t++) {
+            if (labels[t] < 0 || labels[t] >= nc) return EC_ERR_RULE;
+        }
+        if (ssbc_scalar(img, "knn_k", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        knn_k = *(const int32_t *)(const void *)a.data;
+        if (knn_k < 1 || (int64_t)knn_k > (int64_t)T) return EC_ERR_RULE;
+        m->has_table = 1;
+        m->table_codes = codes;
+        m->table_labels = labels;
+        m->table_size = T;
+        m->n_classes = nc;
+        m->knn_k = knn_k;
+    } else {
+        if (ec_image_has(img, "table_labels") || ec_image_has(img, "n_classes") ||
+            ec_image_has(img, "knn_k"))
+            return EC_ERR_SCHEMA;
+    }
+    return EC_OK;
+}
+
+/* ---- workspace ----------------------------------------------------------------
+ * int64 acc[k] (reused for the packed code, ceil(k/8) <= 8k bytes, once the bits
+ * are out), then with a table uint32 best_d[knn_k], int32 best_label[knn_k] and
+ * uint32 votes[n_classes], each rounded up to 8 bytes. */
+static uint64_t ssbc_round8(uint64_t x)
+{
+    return (x + 7u) & ~(uint64_t)7u;
+}
+
+static uint64_t ssbc_workspace64(const ec_ssbc_model *m)
+{
+    uint64_t need = 8u * (uint64_t)m->n_bits;
+    if (m->has_table) {
+        need += 2u * ssbc_round8(4u * (uint64_t)(uint32_t)m->knn_k);
+        need += ssbc_round8(4u * (uint64_t)(uint32_t)m->n_classes);
+    }
+    return need;
+}
+
+uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m)
+{
+    uint64_t need;
+    if (m == NULL) return 0u;
+    need = ssbc_workspace64(m);
+    /* only an image near 4 GiB could need more: such a model cannot run */
+    return need > 0xFFFFFFF8u ? 0xFFFFFFF8u : (uint32_t)need;
+}
+
+static uint32_t ssbc_popcount8(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55u);
+    x = (x & 0x33u) + ((x >> 2) & 0x33u);
+    return (x + (x >> 4)) & 0x0Fu;
+}
+
+/* _q15_exp_neg: Q15 affinity of an int64 squared distance */
+static int64_t ssbc_q15_exp_neg(int64_t dist, int64_t exp_mult, int64_t dist_clamp,
+                                const uint16_t *lut)
+{
+    int64_t t, sh, f, idx, r, w;
+    if (dist > dist_clamp) dist = dist_clamp;
+    t = (dist * exp_mult) >> SSBC_EXP_SHIFT;   /* 0 <= dist * exp_mult < 2^63 */
+    sh = t >> 16;
+    f = t & 0xFFFF;
+    idx = f >> 8;
+    r = f & 0xFF;
+    w = ((int64_t)lut[idx] * (256 - r) + (int64_t)lut[idx + 1] * r) >> 8;
+    if (sh > 16) sh = 16;
+    return w >> sh;
+}
+
+ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *label,
+                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
+{
+    uint32_t j, i, b, k, d;
+    int64_t *acc;
+    if (m == NULL || frame == NULL || label == NULL || decision == NULL || workspace == NULL)
+        return EC_ERR_ARG;
+    if (((uintptr_t)workspace % 8u) != 0u) return EC_ERR_ALIGN;
+    if ((uint64_t)workspace_bytes < ssbc_workspace64(m)) return EC_ERR_WORKSPACE;
+    k = m->n_bits;
+    d = m->n_features;
+    acc = (int64_t *)workspace;
+
+    /* affinity -> projection -> bits (_ssbc_bits). Anchor 0 assigns the
+       accumulators (acc = 0 + w P, also when w == 0), so there is no zeroing
+       loop that a compiler could turn into a call to memset. */
+    for (j = 0; j < m->n_anchors; j++) {
+        const int16_t *a = m->anchors + (size_t)j * d;
+        int64_t dist = 0, w;
+        for (i = 0; i < d; i++) {
+            int64_t e = (int64_t)frame[i] - (int64_t)a[i];
+            dist += e * e;                       /* <= d 65535^2 < 2^63 */
+        }
+        w = ssbc_q15_exp_neg(dist, m->exp_mult, m->dist_clamp, m->exp_lut);
+        if (j == 0) {
+            const int16_t *p = m->projection;
+            for (b = 0; b < k; b++) acc[b] = w * (int64_t)p[b];
+        } else if (w != 0) {
+            const int16_t *p = m->projection + (size_t)j * k;
+            for (b = 0; b < k; b++) acc[b] += w * (int64_t)p[b];   /* |sum| < m 2^30 */
+        }
+    }
+    for (b = 0; b < k; b++) decision[b] = acc[b] > m->thresholds[b] ? 1 : 0;
+    if (!m->has_table) {
+        *label = -1;
+        return EC_OK;
+    }
+
+    /* Hamming k-NN vote (_hamming_knn): the knn_k nearest rows (distance, then
+       lower row index) vote; most votes wins, ties to the lower class index */
+    {
+        uint32_t nb = (uint32_t)(((uint64_t)k + 7u) / 8u);
+        uint32_t K = (uint32_t)m->knn_k, T = m->table_size;
+        uint32_t cnt = 0u, t, q, c, win;
+        uint8_t *code = (uint8_t *)workspace;   /* acc is no longer needed */
+        uint8_t *base = (uint8_t *)workspace + 8u * (uint64_t)k;
+        uint32_t *best_d = (uint32_t *)(void *)base;
+        int32_t *best_lab = (int32_t *)(void *)(base + ssbc_round8(4u * (uint64_t)K));
+        uint32_t *votes = (uint32_t *)(void *)(base + 2u * ssbc_round8(4u * (uint64_t)K));
+
+        for (i = 0; i < nb; i++) {
+            uint32_t byte = 0u, bit;
+            for (bit = 0; bit < 8u && 8u * i + bit < k; bit++)
+                byte |= (uint32_t)decision[8u * i + bit] << bit;
+            code[i] = (uint8_t)byte;
+        }
+        for (t = 0; t < T; t++) {
+            const uint8_t *row = m->table_codes + (size_t)t * nb;
+            uint32_t dd = 0u, pos;
+            for (i = 0; i < nb; i++) dd += ssbc_popcount8((uint32_t)(code[i] ^ row[i]));
+            /* insert (dd, t) into the sorted best list; later rows lose ties */
+            if (cnt < K) {
+                pos = cnt;
+                cnt++;
+            } else if (dd < best_d[K - 1u]) {
+                pos = K - 1u;
+            } else {
+                continue;
+            }
+            while (pos > 0u && best_d[pos - 1u] > dd) {
+                best_d[pos] = best_d[pos - 1u];
+                best_lab[pos] = best_lab[pos - 1u];
+                pos--;
+            }
+            best_d[pos] = dd;
+            best_lab[pos] = m->table_labels[t];
+        }
+        /* votes of the classes that got any (only those entries are zeroed);
+           the winner is the lowest class index among the most voted, which is
+           what firmware_sim's scan over every class (strictly greater wins)
+           returns, since the most voted class has at least one vote */
+        for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]] = 0u;
+        for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]]++;
+        win = (uint32_t)best_lab[0];
+        for (q = 1; q < cnt; q++) {
+            c = (uint32_t)best_lab[q];
+            if (votes[c] > votes[win] || (votes[c] == votes[win] && c < win)) win = c;
+        }
+        *label = (int32_t)win;
+        decision[k] = (int64_t)best_d[0];
+    }
+    return EC_OK;
+}

@@ -1,0 +1,174 @@
+/*
+ * edgecode_rt.h - portable C99 device runtime for edgecode containers.
+ *
+ * Implements the device contract of firmware_sim (docs/architecture.md):
+ * open an image in place (no copy, no malloc), verify it rule by rule as
+ * firmware_sim's loader does (docs/container_format.md), then run the
+ * kind's integer inference on one frame, returning the label and the
+ * decision integers that firmware_sim's device.infer returns.
+ *
+ * The runtime uses <stdint.h> and <stddef.h> only: no libc calls, no
+ * floating point on the inference path, no recursion, no dynamic memory.
+ * Scratch memory is a caller-provided workspace of ec_workspace_bytes()
+ * bytes (8-byte aligned).
+ */
+#ifndef EDGECODE_RT_H
+#define EDGECODE_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status codes (0 = success; every failure is negative) ---------- */
+typedef enum {
+    EC_OK = 0,
+    EC_ERR_ARG = -1,        /* NULL pointer or bad argument                  */
+    EC_ERR_ALIGN = -2,      /* image not 16-byte aligned in memory           */
+    EC_ERR_TRUNCATED = -3,  /* buffer shorter than the header or total_size  */
+    EC_ERR_MAGIC = -4,      /* magic bytes                                    */
+    EC_ERR_VERSION = -5,    /* format version                                 */
+    EC_ERR_HEADER = -6,     /* header_size/entry_size/reserved/n_arrays/size  */
+    EC_ERR_CRC = -7,        /* CRC-32 mismatch                                */
+    EC_ERR_TABLE = -8,      /* table entry: name, dtype, ndim, shape, offset,
+                               nbytes, overlap, padding not zero             */
+    EC_ERR_KIND = -9,       /* kind code has no runtime                       */
+    EC_ERR_SCHEMA = -10,    /* missing array, wrong dtype or shape            */
+    EC_ERR_RULE = -11,      /* a consistency rule of the kind is broken      */
+    EC_ERR_FRAME = -12,     /* frame value the device cannot read (NB: not 0/1) */
+    EC_ERR_WORKSPACE = -13  /* workspace too small                            */
+} ec_status;
+
+/* kind codes of the container header */
+#define EC_KIND_PROTECTED_NB 1u
+#define EC_KIND_ECOC 2u
+#define EC_KIND_SSBC 3u
+
+/* dtype codes of the container table */
+enum {
+    EC_U8 = 1, EC_I8 = 2, EC_U16 = 3, EC_I16 = 4, EC_U32 = 5,
+    EC_I32 = 6, EC_U64 = 7, EC_I64 = 8, EC_F32 = 9, EC_F64 = 10
+};
+
+/* ---- the container ----------------------------------------------------- */
+typedef struct {
+    const uint8_t *data;    /* first byte of the array (in the image)        */
+    uint32_t nbytes;
+    uint8_t dtype;
+    uint8_t ndim;
+    uint32_t shape[4];
+} ec_array;
+
+typedef struct {
+    const uint8_t *base;    /* the image (16-byte aligned)                    */
+    uint32_t size;          /* total_size                                     */
+    uint16_t kind;
+    uint32_t n_arrays;      /* table entries, __meta__ included               */
+} ec_image;
+
+/* Verify header, table and CRC-32 of buf[0..size) and fill *img. */
+ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img);
+/* Find array `name` (NUL-terminated); EC_ERR_SCHEMA if absent. */
+ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out);
+/* 1 if the image has an array called `name`, else 0. */
+int ec_image_has(const ec_image *img, const char *name);
+/* CRC-32 (IEEE 802.3, zlib) of the image skipping bytes 20..23. */
+uint32_t ec_crc32_image(const uint8_t *buf, uint32_t size);
+
+/* ---- per-kind models (fields are the validated arrays, read in place) -- */
+typedef struct {
+    uint32_t n_features, total_bits;
+    const uint16_t *repetitions;   /* (n,)                                     */
+    const int32_t *weights;        /* (n,)                                     */
+    int32_t bias;
+    int32_t scale_shift;
+} ec_nb_model;
+
+typedef struct {
+    uint32_t n_classes, n_columns, n_symbols, n_features;
+    uint8_t learner_kind;          /* 1 linear, 2 tree                         */
+    const int16_t *code;           /* (c, m), -1 = unused                      */
+    const int32_t *unused_count;   /* (c,)                                     */
+    const int32_t *col_cls_offset, *col_n_cls; /* (m,)                         */
+    const int16_t *col_classes;    /* (sum col_n_cls,)                         */
+    const uint64_t *code_bits, *code_used; /* (c, words) when n_symbols == 2   */
+    uint32_t code_words;
+    /* linear */
+    const int32_t *lin_weights;    /* (d, k)                                   */
+    const int64_t *lin_bias;       /* (k,)                                     */
+    const int32_t *col_out_offset, *col_n_out; /* (m,)                         */
+    uint32_t n_outputs;            /* k                                        */
+    /* trees */
+    const int32_t *tree_feature, *tree_threshold, *tree_left, *tree_right;
+    const int16_t *tree_leaf;
+    const int32_t *tree_root;      /* (m,)                                     */
+    uint32_t n_nodes;
+} ec_ecoc_model;
+
+typedef struct {
+    uint32_t n_anchors, n_features, n_bits;   /* m, d, k                       */
+    const int16_t *anchors;        /* (m, d)                                   */
+    int32_t input_shift, projection_shift;
+    int64_t exp_mult, dist_clamp;
+    const uint16_t *exp_lut;       /* (257,)                                   */
+    const int16_t *projection;     /* (m, k)                                   */
+    const int64_t *thresholds;     /* (k,)                                     */
+    int has_table;
+    const uint8_t *table_codes;    /* (T, ceil(k/8)), LSB first                */
+    const int32_t *table_labels;   /* (T,)                                     */
+    uint32_t table_size;           /* T                                        */
+    int32_t n_classes, knn_k;
+} ec_ssbc_model;
+
+typedef struct {
+    uint16_t kind;
+    ec_image image;
+    union {
+        ec_nb_model nb;
+        ec_ecoc_model ecoc;
+        ec_ssbc_model ssbc;
+    } u;
+} ec_model;
+
+/* Open and validate an image of any registered kind. */
+ec_status ec_model_open(const uint8_t *buf, size_t size, ec_model *model);
+/* Kind-specific openers (ec_model_open dispatches on the header's kind). */
+ec_status ec_nb_open(const ec_image *img, ec_nb_model *m);
+ec_status ec_ecoc_open(const ec_image *img, ec_ecoc_model *m);
+ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m);
+
+/* Entries per frame: NB total_bits (0/1 values), ECOC/SSBC n_features
+ * (int16 values). Frames are passed as int16_t for every kind. */
+uint32_t ec_frame_width(const ec_model *model);
+/* Number of decision integers ec_infer writes:
+ *   NB:   1                (accumulator)
+ *   ECOC: m + c            (learner symbols, then doubled distances)
+ *   SSBC: k (+ 1)          (code bits, then, with a table, nearest distance)
+ */
+uint32_t ec_decision_len(const ec_model *model);
+/* Workspace bytes ec_infer needs (a multiple of 8). */
+uint32_t ec_workspace_bytes(const ec_model *model);
+
+/* Run one frame. *label is the class index (-1 for SSBC without a table);
+ * decision[0 .. ec_decision_len) receives the decision integers in the
+ * order documented above. */
+ec_status ec_infer(const ec_model *model, const int16_t *frame, int32_t *label,
+                   int64_t *decision, void *workspace, uint32_t workspace_bytes);
+ec_status ec_nb_infer(const ec_nb_model *m, const int16_t *frame, int32_t *label,
+                      int64_t *decision);
+ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *label,
+                        int64_t *decision, void *workspace, uint32_t workspace_bytes);
+ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *label,
+                        int64_t *decision, void *workspace, uint32_t workspace_bytes);
+uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m);
+uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m);
+
+/* Short English name of a status code (a static string). */
+const char *ec_status_name(ec_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EDGECODE_RT_H */
