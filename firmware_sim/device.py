@@ -182,14 +182,13 @@ class Device:
             raise FrameError(f"{self.kind} frames must have shape (n_samples, "
                              f"{self.frame_width}); got {a.shape}")
         if self.frame_dtype == np.uint8:
-            if a.dtype != np.uint8:
-                if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer):
-                    a = a.astype(np.uint8)
-                else:
-                    raise FrameError(f"{self.kind} frames must be 0/1 bits (uint8); got dtype "
-                                     f"{a.dtype}")
-            if a.size and a.max() > 1:
+            if a.dtype != np.uint8 and not (a.dtype == np.bool_
+                                            or np.issubdtype(a.dtype, np.integer)):
+                raise FrameError(f"{self.kind} frames must be 0/1 bits (uint8); got dtype "
+                                 f"{a.dtype}")
+            if a.size and (a.min() < 0 or a.max() > 1):     # before any cast: 256 is not 0
                 raise FrameError(f"{self.kind} frames must be 0/1 bits")
+            a = a.astype(np.uint8, copy=False)
         elif a.dtype != self.frame_dtype:
             raise FrameError(f"{self.kind} frames must be {self.frame_dtype} fixed-point "
                              f"features (device.encode(X) makes them); got dtype {a.dtype}")

@@ -123,6 +123,8 @@ def test_nb_frames_must_be_bits(hv_nb):
     frames = dev.encode(X)
     with pytest.raises(FrameError, match="0/1"):
         dev.infer(frames * 2)
+    with pytest.raises(FrameError, match="0/1"):
+        dev.infer(frames.astype(np.int64) + 256)          # not wrapped to 0/1 by a cast
 
 
 def test_unknown_kind_and_non_device_are_clear_errors(tmp_path):
