@@ -158,6 +158,14 @@ class DeviceProfile:
     has_fpu : bool
     source : str
         Where the numbers come from.
+    runtime_flash_bytes : int
+        Flash the C99 runtime itself takes beside the image (code and
+        constants of ``firmware_sim/c``, measured by ``edgecode firmware
+        --build``); :func:`check_fits` adds it to the image. 0 by default
+        (a profile file may set it).
+    runtime_ram_bytes : int
+        RAM the runtime needs beside the model's own buffers: its worst-case
+        stack (open, then one inference); :func:`check_fits` adds it.
 
     Examples
     --------
@@ -178,6 +186,8 @@ class DeviceProfile:
     overhead_pj_per_cycle: float = 0.0
     has_fpu: bool = False
     source: str = ""
+    runtime_flash_bytes: int = 0
+    runtime_ram_bytes: int = 0
 
     def __post_init__(self):
         _validate(self)
@@ -219,6 +229,9 @@ def _validate(p):
         raise ProfileError(f"{where}: word_bits must be 8, 16, 32 or 64; got {p.word_bits!r}")
     for name in ("flash_bytes", "ram_bytes"):
         _check_number(getattr(p, name), f"{where}: {name}", positive=True, integer=True)
+    for name in ("runtime_flash_bytes", "runtime_ram_bytes"):
+        _check_number(getattr(p, name), f"{where}: {name}", integer=True)
+        object.__setattr__(p, name, int(getattr(p, name)))
     _check_number(p.clock_hz, f"{where}: clock_hz", positive=True)
     _check_number(p.overhead_pj_per_cycle, f"{where}: overhead_pj_per_cycle")
     widths = tuple(p.int_widths)
@@ -262,7 +275,9 @@ CORTEX_M0 = DeviceProfile(
             "fmul": 60, "load_ram": 2, "load_flash": 3},
     energy_pj=_DEFAULT_ENERGY, has_fpu=False,
     source="cycles: ARM Cortex-M0 TRM instruction timings (small multiplier option); "
-           "energy: Horowitz ISSCC 2014 45 nm table (defaults, override)",
+           "energy: Horowitz ISSCC 2014 45 nm table (defaults, override); runtime "
+           "flash/RAM: the C runtime built for cortex-m0plus at -O2 (benchmarks/README.md)",
+    runtime_flash_bytes=14792, runtime_ram_bytes=536,
 )
 
 #: Cortex-M4F (ARMv7E-M) cycle model: single-cycle ALU and 32-bit multiply,
@@ -278,7 +293,9 @@ CORTEX_M4 = DeviceProfile(
             "fmul": 1, "load_ram": 2, "load_flash": 2},
     energy_pj=_DEFAULT_ENERGY, has_fpu=True,
     source="cycles: ARM Cortex-M4 TRM instruction timings; energy: Horowitz ISSCC 2014 "
-           "45 nm table (defaults, override)",
+           "45 nm table (defaults, override); runtime flash/RAM: the C runtime built for "
+           "cortex-m4 at -O2 (benchmarks/README.md)",
+    runtime_flash_bytes=12376, runtime_ram_bytes=480,
 )
 
 #: Built-in profiles by name.
@@ -426,22 +443,28 @@ def check_fits(profile, resources, container=None):
 
     Examples
     --------
-    >>> check_fits("cortex-m0", {"flash_bytes": 30000, "ram_bytes": 100})
-    {'flash_free_bytes': 2768, 'ram_free_bytes': 3996}
+    The image and the model's buffers (``resources``) plus the C runtime's
+    measured code and stack (``runtime_flash_bytes``, ``runtime_ram_bytes``):
+
+    >>> check_fits("cortex-m0", {"flash_bytes": 10000, "ram_bytes": 100})
+    {'flash_free_bytes': 7976, 'ram_free_bytes': 3460}
     >>> check_fits("cortex-m0", {"flash_bytes": 40000, "ram_bytes": 5000, "kind": "ecoc"})
     Traceback (most recent call last):
     ...
-    firmware_sim.profiles.DoesNotFitError: ecoc artifact does not fit profile 'cortex-m0': flash needs 40000 bytes but the profile has 32768 (over by 7232 bytes, 22.1%); RAM needs 5000 bytes but the profile has 4096 (over by 904 bytes, 22.1%)
+    firmware_sim.profiles.DoesNotFitError: ecoc artifact does not fit profile 'cortex-m0': flash (model 40000 + runtime 14792) needs 54792 bytes but the profile has 32768 (over by 22024 bytes, 67.2%); RAM (model 5000 + runtime 536) needs 5536 bytes but the profile has 4096 (over by 1440 bytes, 35.2%)
     """
     p = get_profile(profile)
     problems = []
-    for key, label, have in (("flash_bytes", "flash", p.flash_bytes),
-                             ("ram_bytes", "RAM", p.ram_bytes)):
+    need_of = {}
+    for key, label, have, extra in (("flash_bytes", "flash", p.flash_bytes,
+                                     p.runtime_flash_bytes),
+                                    ("ram_bytes", "RAM", p.ram_bytes, p.runtime_ram_bytes)):
         if key not in resources:
             raise ProfileError(f"resources report has no {key!r}; got keys {sorted(resources)}")
-        need = int(resources[key])
+        need = need_of[key] = int(resources[key]) + int(extra)
         if need > have:
-            problems.append(_over(label, need, have))
+            what = label if not extra else f"{label} (model {int(resources[key])} + runtime {extra})"
+            problems.append(_over(what, need, have))
     if container is not None:
         widest = max(p.int_widths)
         for name, arr in container.arrays.items():
@@ -453,8 +476,8 @@ def check_fits(profile, resources, container=None):
         what = f"{kind} artifact" if kind else "artifact"
         raise DoesNotFitError(f"{what} does not fit profile {p.name!r}: "
                               + "; ".join(problems))
-    return {"flash_free_bytes": p.flash_bytes - int(resources["flash_bytes"]),
-            "ram_free_bytes": p.ram_bytes - int(resources["ram_bytes"])}
+    return {"flash_free_bytes": p.flash_bytes - need_of["flash_bytes"],
+            "ram_free_bytes": p.ram_bytes - need_of["ram_bytes"]}
 
 
 def load_for_profile(loader, source, profile):
@@ -480,7 +503,8 @@ def load_for_profile(loader, source, profile):
     >>> dev = ProtectedNBDevice.from_arrays([4, -2, 3], -2, [1, 0, 2], 3)
     >>> load_for_profile(lambda d: d, dev, "cortex-m0") is dev
     True
-    >>> tiny = get_profile("cortex-m0").with_overrides(name="tiny", flash_bytes=64)
+    >>> tiny = get_profile("cortex-m0").with_overrides(name="tiny", flash_bytes=64,
+    ...                                                runtime_flash_bytes=0)
     >>> load_for_profile(lambda d: d, dev, tiny)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...

@@ -93,7 +93,7 @@ def test_unknown_profile_and_bad_json(tmp_path):
 
 
 def test_check_fits_names_the_overage():
-    m0 = get_profile("cortex-m0")
+    m0 = get_profile("cortex-m0").with_overrides(runtime_flash_bytes=0, runtime_ram_bytes=0)
     res = {"kind": "protected_nb", "flash_bytes": m0.flash_bytes + 100, "ram_bytes": 10}
     with pytest.raises(DoesNotFitError, match=r"protected_nb artifact does not fit profile "
                        r"'cortex-m0': flash needs 32868 bytes but the profile has 32768 "
@@ -102,9 +102,24 @@ def test_check_fits_names_the_overage():
     res = {"flash_bytes": 10, "ram_bytes": 4096 + 4096}
     with pytest.raises(DoesNotFitError, match=r"^artifact does not fit profile 'cortex-m0': RAM needs 8192 bytes .*over by 4096 bytes, "
                        r"100.0%"):
-        check_fits("cortex-m0", res)
-    assert check_fits("cortex-m4", res) == {"flash_free_bytes": 256 * 1024 - 10,
-                                            "ram_free_bytes": 64 * 1024 - 8192}
+        check_fits(m0, res)
+    m4 = get_profile("cortex-m4")
+    assert check_fits("cortex-m4", res) == {
+        "flash_free_bytes": 256 * 1024 - 10 - m4.runtime_flash_bytes,
+        "ram_free_bytes": 64 * 1024 - 8192 - m4.runtime_ram_bytes}
+
+
+def test_check_fits_counts_the_measured_c_runtime():
+    """The built-in profiles carry the C runtime's measured flash and stack
+    (issue 12): an image that fits alone may not fit with the runtime."""
+    m0 = get_profile("cortex-m0")
+    assert m0.runtime_flash_bytes > 8000 and m0.runtime_ram_bytes > 256
+    res = {"kind": "ecoc", "flash_bytes": 26761, "ram_bytes": 100}   # the wide ECOC image
+    with pytest.raises(DoesNotFitError, match=r"flash \(model 26761 \+ runtime 14792\) "
+                                              r"needs 41553 bytes"):
+        check_fits(m0, res)
+    bare = m0.with_overrides(runtime_flash_bytes=0, runtime_ram_bytes=0)
+    assert check_fits(bare, res)["flash_free_bytes"] == 32768 - 26761
     with pytest.raises(ProfileError, match="no 'ram_bytes'"):
         check_fits("cortex-m0", {"flash_bytes": 1})
 
@@ -120,7 +135,8 @@ def test_load_for_profile_refuses_a_device_that_does_not_fit():
     raw = _device(n=40, r=3).container.tobytes()
     dev = load_for_profile(load_protected_nb, raw, "cortex-m0")
     assert dev.n_features == 40
-    tiny = get_profile("cortex-m0").with_overrides(name="tiny", ram_bytes=32, flash_bytes=256)
+    tiny = get_profile("cortex-m0").with_overrides(name="tiny", ram_bytes=32, flash_bytes=256,
+                                                   runtime_flash_bytes=0, runtime_ram_bytes=0)
     need_flash = dev.resources()["flash_bytes"]
     need_ram = dev.resources()["ram_bytes"]
     with pytest.raises(DoesNotFitError) as err:
