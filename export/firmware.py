@@ -409,7 +409,7 @@ def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=T
         raise RuntimeError(f"cannot build for {t.name}: {missing}")
     if sanitize and t.arm:
         raise ValueError("sanitizers run on the host target only")
-    d = Path(out_dir)
+    d = Path(out_dir).resolve()
     cflags = _WARN + [opt] + list(t.cpu_flags) + ["-include", "model_config.h"]
     if sanitize:
         cflags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
@@ -522,7 +522,7 @@ def run_firmware(out_dir, frames, target="host", timeout=120):
     semihosting console.
     """
     t = _target(target)
-    d = Path(out_dir)
+    d = Path(out_dir).resolve()
     text = _frames_text(frames)
     if t.arm:
         if t.qemu is None:

@@ -167,6 +167,17 @@ def test_cortex_m_under_qemu_equals_firmware_sim(target, name, tmp_path):
     _assert_parity(dev, frames, labels, dec)
 
 
+def test_cli_firmware_with_a_relative_out_dir(tmp_path, monkeypatch):
+    from export.cli import main
+    _need("host")
+    dev, _ = _model("nb_greedy")
+    (tmp_path / "m.edgc").write_bytes(dev.container.tobytes())
+    monkeypatch.chdir(tmp_path)
+    assert main(["firmware", "m.edgc", "--out", "fw", "--target", "host", "--check",
+                 "--data", "house_votes", "--split", "all"]) == 0
+    assert (tmp_path / "fw" / "runner").exists()
+
+
 def test_cortex_m0plus_builds_and_measures(tmp_path):
     _need("cortex-m0plus")
     dev, _ = _model("ecoc_tree_3ary")

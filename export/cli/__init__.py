@@ -74,7 +74,8 @@ def main(argv=None):
         # metadata types): refused by the loader before anything runs on it
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, FileNotFoundError) as exc:
+    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
+        # RuntimeError: a firmware build or run failed (the compiler's message follows)
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
