@@ -210,3 +210,29 @@ def test_load_protected_nb_refuses_artifact_too_big_for_profile():
     tiny = dataclasses.replace(get_profile("cortex-m0"), flash_bytes=64)
     with pytest.raises(DoesNotFitError, match="flash"):
         load_protected_nb(raw, profile=tiny)
+
+
+def test_every_device_kind_has_its_operations_priced():
+    """ECOC and SSBC operation counts are priced (issue 12: they used to be left
+    unpriced, so SSBC's estimate was 10x below the instructions under QEMU)."""
+    from sklearn.datasets import load_digits
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from edgecode.hashing import SSBC
+    from export.ecoc import export_ecoc
+    from export.ssbc import export_ssbc
+    from firmware_sim.profiles import operation_weights
+
+    X, y = load_digits(return_X_y=True)
+    tree = export_ecoc(ECOCClassifier(DecisionTreeClassifier(max_depth=3, random_state=0),
+                                      code="one_vs_all").fit(X[:200] / 16, y[:200]),
+                       X[:200] / 16).device
+    ssbc = export_ssbc(SSBC(8, 16, 12, random_state=0).fit(X[:100]), X_table=X[:100],
+                       y_table=y[:100], knn_k=3).device
+    for dev in (tree, ssbc):
+        e = estimate("cortex-m4", dev.resources())
+        assert e["unpriced"] == [] and e["cycles"] > 0
+    assert operation_weights("multiply_accumulates") == {"mul": 1, "add": 1}
+    assert operation_weights("vote_additions") == {"add": 1}
+    assert operation_weights("mystery_steps") is None
