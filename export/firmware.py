@@ -156,11 +156,11 @@ CC = {cc}
 SIZE = {size}
 CFLAGS = -std=c99 -Wall -Wextra -pedantic -O2 -ffunction-sections -fdata-sections {cpu}
 RUNTIME = {runtime}
-{arm_vars}
+
 all: {runner}
 
 {runner}: $(RUNTIME) model_image.c runner.c
-\t$(CC) $(CFLAGS) {runner_link} $^ -o $@ {runner_libs}
+\t$(CC) $(CFLAGS) {runner_link} $^ -o $@
 
 probe{ext}: $(RUNTIME) model_image.c probe.c
 \t$(CC) $(CFLAGS) {probe_link} $^ -o $@ {probe_libs}
@@ -312,12 +312,10 @@ def write_firmware(artifact, out_dir, target="host"):
     (out / "Makefile").write_text(_MAKEFILE.format(
         target=t.name, cc=t.cc, size=t.size_tool, cpu=" ".join(t.cpu_flags),
         runtime=" ".join(RUNTIME_SOURCES), runner=runner, ext=ext,
-        arm_vars="" if not t.arm else "# Cortex-M: QEMU mps2 memory map (link.ld)\n",
         runner_link="-include model_config.h" + (
             " -T link.ld -nostartfiles --specs=rdimon.specs -DEC_NO_ARGS"
             " -DEC_FRAMES_FILE='\"frames.txt\"'"
             " startup.c" if t.arm else ""),
-        runner_libs="",
         probe_link="-include model_config.h" + (" -T link.ld -nostartfiles -nostdlib probe_start.c"
                                                 if t.arm else ""),
         probe_libs="-lgcc" if t.arm else ""))
@@ -575,19 +573,3 @@ def check_images(runner, images):
                            f"{len(lines)} verdicts for {len(paths)} images): "
                            f"{(res.stdout[-300:] + res.stderr[-1500:]).strip()}")
     return [(ln == "ok", ln) for ln in lines]
-
-
-def check_image(runner, image):
-    """Run ``runner --image FILE --check`` (host) on image bytes: (accepted, message)."""
-    with tempfile.NamedTemporaryFile(suffix=".edgc", delete=False) as fh:
-        fh.write(bytes(image))
-        path = fh.name
-    try:
-        res = subprocess.run([str(runner), "--image", path, "--check"], capture_output=True,
-                             text=True, timeout=30)
-    finally:
-        os.unlink(path)
-    msg = (res.stdout + res.stderr).strip()
-    if res.returncode not in (0, 2):
-        raise RuntimeError(f"runner crashed (exit {res.returncode}) on an image: {msg[:500]}")
-    return res.returncode == 0, msg

@@ -296,6 +296,14 @@ ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
     return EC_ERR_SCHEMA;
 }
 
+ec_status ec_image_require(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
+                           ec_array *out)
+{
+    if (ec_image_find(img, name, out) != EC_OK) return EC_ERR_SCHEMA;
+    if (out->dtype != dtype || out->ndim != ndim) return EC_ERR_SCHEMA;
+    return EC_OK;
+}
+
 int ec_image_has(const ec_image *img, const char *name)
 {
     return ec_image_find(img, name, NULL) == EC_OK;

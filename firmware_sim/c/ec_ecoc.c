@@ -33,22 +33,11 @@
 
 /* ---- array access -------------------------------------------------------- */
 
-/* Array `name` with `dtype` and `ndim` dimensions, else EC_ERR_SCHEMA. */
-static ec_status get_array(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
-                           ec_array *a)
-{
-    if (ec_image_find(img, name, a) != EC_OK)
-        return EC_ERR_SCHEMA;
-    if (a->dtype != dtype || a->ndim != ndim)
-        return EC_ERR_SCHEMA;
-    return EC_OK;
-}
-
 /* One-dimensional array of exactly `n` entries. */
 static ec_status get_vector(const ec_image *img, const char *name, uint8_t dtype, uint64_t n,
                             ec_array *a)
 {
-    ec_status s = get_array(img, name, dtype, 1u, a);
+    ec_status s = ec_image_require(img, name, dtype, 1u, a);
     if (s != EC_OK)
         return s;
     return (uint64_t)a->shape[0] == n ? EC_OK : EC_ERR_SCHEMA;
@@ -216,7 +205,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_model *mo, const int32
     uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
     uint64_t sum;
 
-    if ((s = get_array(img, "lin_weights", EC_I32, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, "lin_weights", EC_I32, 2u, &a)) != EC_OK)
         return s;
     if ((uint64_t)a.shape[0] != d)
         return EC_ERR_SCHEMA;
@@ -283,7 +272,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_model *mo)
     uint64_t refs;
     int side;
 
-    if ((s = get_array(img, "tree_feature", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, "tree_feature", EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_nodes = a.shape[0];
     feat = AS(int32_t, a);
@@ -400,7 +389,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
     const char *const *other;
 
     /* rule 1: the code */
-    if ((s = get_array(img, "code", EC_I16, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, "code", EC_I16, 2u, &a)) != EC_OK)
         return s;
     c = a.shape[0];
     m = a.shape[1];
@@ -472,7 +461,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
                 return EC_ERR_RULE;
     }
     /* rule 6: the input quantizer (host side; only finiteness matters here) */
-    if ((s = get_array(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
         return s;
     d = a.shape[0];
     center = AS(uint64_t, a);
@@ -498,12 +487,12 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
     if (n_sym == 2) {
         const uint64_t *bits, *used;
         words = (uint32_t)(((uint64_t)m + 63u) / 64u);
-        if ((s = get_array(img, "code_bits", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, "code_bits", EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
         bits = AS(uint64_t, a);
-        if ((s = get_array(img, "code_used", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, "code_used", EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;

@@ -10,15 +10,6 @@
  */
 #include "edgecode_rt.h"
 
-/* array `name` with this dtype and number of dimensions, else EC_ERR_SCHEMA */
-static ec_status nb_require(const ec_image *img, const char *name, uint8_t dtype,
-                            uint8_t ndim, ec_array *a)
-{
-    if (ec_image_find(img, name, a) != EC_OK) return EC_ERR_SCHEMA;
-    if (a->dtype != dtype || a->ndim != ndim) return EC_ERR_SCHEMA;
-    return EC_OK;
-}
-
 ec_status ec_nb_open(const ec_image *img, ec_nb_model *m)
 {
     ec_array a;   /* one at a time: a small stack */
@@ -32,17 +23,17 @@ ec_status ec_nb_open(const ec_image *img, ec_nb_model *m)
     if (img == NULL || m == NULL || img->base == NULL) return EC_ERR_ARG;
     if (img->kind != EC_KIND_PROTECTED_NB) return EC_ERR_KIND;
     /* 1. schema */
-    if (nb_require(img, "repetitions", EC_U16, 1u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ec_image_require(img, "repetitions", EC_U16, 1u, &a) != EC_OK) return EC_ERR_SCHEMA;
     n = a.shape[0];
     r = (const uint16_t *)(const void *)a.data;
     if (n < 1u) return EC_ERR_SCHEMA;
-    if (nb_require(img, "weights", EC_I32, 1u, &a) != EC_OK || a.shape[0] != n)
+    if (ec_image_require(img, "weights", EC_I32, 1u, &a) != EC_OK || a.shape[0] != n)
         return EC_ERR_SCHEMA;
     wv = (const int32_t *)(const void *)a.data;
-    if (nb_require(img, "bias", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
+    if (ec_image_require(img, "bias", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
         return EC_ERR_SCHEMA;
     b = *(const int32_t *)(const void *)a.data;
-    if (nb_require(img, "scale_shift", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
+    if (ec_image_require(img, "scale_shift", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
         return EC_ERR_SCHEMA;
     s = *(const int32_t *)(const void *)a.data;
     /* 2. scale_shift in [0, 62] */

@@ -47,19 +47,10 @@ static const uint16_t ssbc_lut[SSBC_LUT_LEN] = {
     16562, 16518, 16473, 16428, 16384
 };
 
-/* array `name` with this dtype and number of dimensions, else EC_ERR_SCHEMA */
-static ec_status ssbc_require(const ec_image *img, const char *name, uint8_t dtype,
-                              uint8_t ndim, ec_array *a)
-{
-    if (ec_image_find(img, name, a) != EC_OK) return EC_ERR_SCHEMA;
-    if (a->dtype != dtype || a->ndim != ndim) return EC_ERR_SCHEMA;
-    return EC_OK;
-}
-
 /* a shape-(1,) scalar */
 static ec_status ssbc_scalar(const ec_image *img, const char *name, uint8_t dtype, ec_array *a)
 {
-    if (ssbc_require(img, name, dtype, 1u, a) != EC_OK || a->shape[0] != 1u)
+    if (ec_image_require(img, name, dtype, 1u, a) != EC_OK || a->shape[0] != 1u)
         return EC_ERR_SCHEMA;
     return EC_OK;
 }
@@ -171,7 +162,7 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
     if (img == NULL || m == NULL || img->base == NULL) return EC_ERR_ARG;
     if (img->kind != EC_KIND_SSBC) return EC_ERR_KIND;
     /* 1. anchors int16 (m, d), m, d >= 1, entries in [-32767, 32767] */
-    if (ssbc_require(img, "anchors", EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ec_image_require(img, "anchors", EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
     mm = a.shape[0];
     d = a.shape[1];
     if (mm < 1u || d < 1u) return EC_ERR_SCHEMA;
@@ -207,14 +198,14 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
         if ((uint64_t)clamp != want) return EC_ERR_RULE;
     }
     /* 7. exp_lut is the table */
-    if (ssbc_require(img, "exp_lut", EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
+    if (ec_image_require(img, "exp_lut", EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
         return EC_ERR_SCHEMA;
     lv = (const uint16_t *)(const void *)a.data;
     for (i = 0; i < SSBC_LUT_LEN; i++) {
         if (lv[i] != ssbc_lut[i]) return EC_ERR_RULE;
     }
     /* 8. projection int16 (m, k), k >= 1; projection_shift; |thresholds| < 2^62 */
-    if (ssbc_require(img, "projection", EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
+    if (ec_image_require(img, "projection", EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
         return EC_ERR_SCHEMA;
     k = a.shape[1];
     pv = (const int16_t *)(const void *)a.data;
@@ -222,7 +213,7 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
     if (ssbc_scalar(img, "projection_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
     projection_shift = *(const int32_t *)(const void *)a.data;
     if (projection_shift < -30 || projection_shift > 30) return EC_ERR_RULE;
-    if (ssbc_require(img, "thresholds", EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
+    if (ec_image_require(img, "thresholds", EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
         return EC_ERR_SCHEMA;
     tv = (const int64_t *)(const void *)a.data;
     for (i = 0; i < k; i++) {
@@ -257,7 +248,7 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
         int32_t nc, knn_k;
         const int32_t *labels;
         const uint8_t *codes;
-        if (ssbc_require(img, "table_codes", EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
+        if (ec_image_require(img, "table_codes", EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
             return EC_ERR_SCHEMA;
         T = a.shape[0];
         codes = a.data;
@@ -267,7 +258,7 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
                 if ((codes[(uint64_t)t * nb + nb - 1u] >> pad) != 0u) return EC_ERR_RULE;
             }
         }
-        if (ssbc_require(img, "table_labels", EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
+        if (ec_image_require(img, "table_labels", EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
             return EC_ERR_SCHEMA;
         labels = (const int32_t *)(const void *)a.data;
         if (ssbc_scalar(img, "n_classes", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;

@@ -72,6 +72,10 @@ typedef struct {
 ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img);
 /* Find array `name` (NUL-terminated); EC_ERR_SCHEMA if absent. */
 ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out);
+/* Array `name` with `dtype` and `ndim` dimensions; EC_ERR_SCHEMA if absent
+ * or of another dtype or rank (the kinds' openers check the shape). */
+ec_status ec_image_require(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
+                           ec_array *out);
 /* 1 if the image has an array called `name`, else 0. */
 int ec_image_has(const ec_image *img, const char *name);
 /* CRC-32 (IEEE 802.3, zlib) of the image skipping bytes 20..23. */
