@@ -41,13 +41,12 @@ Tables (``;``-separated):
    cycles with the target's profile: cortex-m0plus -> ``cortex-m0``,
    cortex-m4 -> ``cortex-m4``); ratios real / estimate. ``fits_est`` /
    ``fits_real``: whether the estimate / the real build fits the profile's
-   flash and RAM. ``kind_only_*``: the same probe linked with stubs in place
-   of the other two kinds' code (what a build for one kind would weigh; not
-   what ``build_firmware`` builds, which links all three kinds because
-   ``ec_model_open`` dispatches on the kind at run time).
+   flash and RAM. ``all_kinds_*``: the same probe with every kind compiled
+   in (``write_firmware(.., kinds="all")``; the default build compiles in the
+   model's kind only).
 2. ``calibration``: per target and optimisation, the runtime code (flash -
-   image) and RAM - estimate over the models: the constants a calibrated
-   profile would add.
+   image) and stack per kind, beside the profile's ``runtime_bytes(kind)``
+   (the constants ``check_fits`` adds), and RAM - estimate over the models.
 3. ``estimate``: the profiles' cycle estimates per inference, the
    operation-count keys they leave unpriced (no known suffix: counted as 0
    cycles) and the estimate with those keys priced as ``PROPOSED_CLASSES``
@@ -93,7 +92,8 @@ if str(ROOT) not in sys.path:
 
 import firmware_sim  # noqa: E402
 from export.firmware import (TARGETS, _C_DIR, _PROBE_START, _sections,  # noqa: E402
-                             _worst_stack, build_firmware, decision_integers, run_firmware,
+                             RUNTIME_SOURCES, _worst_stack, build_firmware, decision_integers,
+                             run_firmware,
                              toolchain_missing, write_firmware)
 from firmware_sim.profiles import annotate, get_profile  # noqa: E402
 
@@ -190,32 +190,6 @@ def estimates(resources, profile):
 
 
 # ---------------------------------------------------------------------- our builds
-_STUB = {
-    "nb": """ec_status ec_nb_open(const ec_image *img, ec_nb_model *m)
-{ (void)img; (void)m; return EC_ERR_KIND; }
-ec_status ec_nb_infer(const ec_nb_model *m, const int16_t *frame, int32_t *label,
-                      int64_t *decision)
-{ (void)m; (void)frame; (void)label; (void)decision; return EC_ERR_KIND; }
-""",
-    "ecoc": """ec_status ec_ecoc_open(const ec_image *img, ec_ecoc_model *m)
-{ (void)img; (void)m; return EC_ERR_KIND; }
-ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *label,
-                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
-{ (void)m; (void)frame; (void)label; (void)decision; (void)workspace;
-  (void)workspace_bytes; return EC_ERR_KIND; }
-uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m) { (void)m; return 0u; }
-""",
-    "ssbc": """ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
-{ (void)img; (void)m; return EC_ERR_KIND; }
-ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *label,
-                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
-{ (void)m; (void)frame; (void)label; (void)decision; (void)workspace;
-  (void)workspace_bytes; return EC_ERR_KIND; }
-uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m) { (void)m; return 0u; }
-""",
-}
-
-
 def _run(cmd, cwd):
     res = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if res.returncode != 0:
@@ -241,33 +215,19 @@ def _link(t, objs, out, cwd, libs=()):
           "-nostartfiles", "-nostdlib", *objs, *libs, "-lgcc", "-o", out], cwd)
 
 
-def kind_only(fw_dir, target, opt, kind):
-    """The size probe with the other kinds' openers and inference replaced by
-    stubs returning EC_ERR_KIND: (flash, ram, stack)."""
-    t = TARGETS[target]
-    src = Path(fw_dir) / "probe_build"
-    k = Path(fw_dir) / "kind_only"
-    k.mkdir(exist_ok=True)
-    keep = {"ec_container", "ec_model", f"ec_{kind}", "model_image", "probe", "probe_start"}
-    for stem in keep:
-        for ext in (".o", ".ci"):
-            shutil.copyfile(src / (stem + ext), k / (stem + ext))
-    (k / "stubs.c").write_text('#include "edgecode_rt.h"\n'
-                               + "".join(v for n, v in _STUB.items() if n != kind))
-    _run(_cflags(t, opt) + ["-I", str(fw_dir), "-c", "stubs.c", "-o", "stubs.o"], k)
-    _link(t, sorted(s + ".o" for s in keep) + ["stubs.o"], "probe.elf", k)
-    return _flash_ram(t, k / "probe.elf", k)[:3]
+def all_kinds(dev, fw_dir, target, opt):
+    """The size probe of a firmware with every kind compiled in
+    (``write_firmware(.., kinds="all")``, what a firmware that opens images of
+    any kind weighs): (flash, ram, stack)."""
+    write_firmware(dev.container, fw_dir, target, kinds="all")
+    b = build_firmware(fw_dir, target, opt=opt)
+    return b.flash_bytes, b.ram_bytes, b.stack_bytes
 
 
 def build_one(dev, fw_dir, target, opt):
     write_firmware(dev.container, fw_dir, target)
     b = build_firmware(fw_dir, target, opt=opt)
-    try:
-        ko = kind_only(fw_dir, target, opt, KINDS[dev.container.kind])
-    except (RuntimeError, OSError) as exc:       # the runtime's API moved: no stub build
-        print(f"# kind-only build skipped for {fw_dir}: {str(exc).splitlines()[0][:200]}")
-        ko = (None, None, None)
-    return b, ko
+    return b, all_kinds(dev, str(fw_dir) + "_all", target, opt)
 
 
 # ---------------------------------------------------------------------- instructions
@@ -326,14 +286,14 @@ def insns_per_inference(fw_dir, frames):
     if _EXIT not in _LOOP_START:
         raise RuntimeError("export.firmware's probe start changed: no exit to patch in")
     t = TARGETS["cortex-m4"]
-    src = Path(fw_dir) / "probe_build"
+    src = Path(fw_dir) / "build"
     d = Path(fw_dir) / "insns"
     d.mkdir(exist_ok=True)
     rows = ", ".join("{" + ", ".join(str(int(v)) for v in r) + "}" for r in frames)
     n = len(frames)
     (d / "loop_start.c").write_text(_LOOP_START)
-    objs = [src / f"{s}.o" for s in ("ec_container", "ec_model", "ec_nb", "ec_ecoc",
-                                     "ec_ssbc", "model_image")]
+    objs = [src / f"{Path(s).stem}.o" for s in RUNTIME_SOURCES + ("model_image.c",)
+            if (src / f"{Path(s).stem}.o").is_file()]
     counts = {}
     for reps in (0, n):
         (d / f"loop{reps}.c").write_text(_LOOP_MAIN.format(n=n, rows=rows))
@@ -496,31 +456,39 @@ def run(prof, jobs, work):
                      b.flash_bytes - img, b.ram_bytes, b.stack_bytes, est_r,
                      b.ram_bytes / est_r, f"{est_c:.0f}", p.name,
                      "yes" if r["fits"]["ok"] else "no", "yes" if fits_real else "no",
-                     "-" if ko[0] is None else ko[0], "-" if ko[1] is None else ko[1]])
+                     ko[0], ko[1]])
         c = calib.setdefault((tgt, opt), {"code": [], "ram_over": [], "stack": [],
-                                          "kind_code": {}})
+                                          "kind_code": {}, "kind_stack": {}, "all_code": []})
         c["code"].append(b.flash_bytes - img)
         c["ram_over"].append(b.ram_bytes - est_r)
         c["stack"].append(b.stack_bytes)
-        if ko[0] is not None:
-            c["kind_code"][dev.container.kind] = ko[0] - img
+        c["all_code"].append(ko[0] - img)
+        c["kind_code"].setdefault(dev.container.kind, set()).add(b.flash_bytes - img)
+        c["kind_stack"].setdefault(dev.container.kind, set()).add(b.stack_bytes)
     print("\n# size: real = build_firmware size probe; est = firmware_sim resources() "
           "(image only; RAM of the inference's own variables)")
     print_table(["model", "target", "opt", "image_B", "flash_B", "est_flash_B", "flash_ratio",
                  "runtime_code_B", "ram_B", "stack_B", "est_ram_B", "ram_ratio",
-                 "est_cycles", "profile", "fits_est", "fits_real", "kind_only_flash_B",
-                 "kind_only_ram_B"], rows)
+                 "est_cycles", "profile", "fits_est", "fits_real", "all_kinds_flash_B",
+                 "all_kinds_ram_B"], rows)
 
     # 2. calibration ----------------------------------------------------------
     crow = []
     for (tgt, opt), c in sorted(calib.items()):
-        kc = c["kind_code"]
-        crow.append([tgt, opt, min(c["code"]), max(c["code"]), min(c["stack"]),
-                     max(c["stack"]), min(c["ram_over"]), max(c["ram_over"]),
-                     " ".join(f"{k}:{v}" for k, v in sorted(kc.items())) or "-"])
-    print("\n# calibration: runtime code = flash - image; ram_over = real RAM - est RAM")
-    print_table(["target", "opt", "code_min_B", "code_max_B", "stack_min_B", "stack_max_B",
-                 "ram_over_min_B", "ram_over_max_B", "kind_only_code_B"], crow)
+        def span(v):
+            return f"{min(v)}" if min(v) == max(v) else f"{min(v)}-{max(v)}"
+        dprof = get_profile(TARGETS[tgt].profile)
+        crow.append([tgt, opt, " ".join(f"{k}:{span(v)}" for k, v in sorted(c["kind_code"].items())),
+                     " ".join(f"{k}:{span(v)}" for k, v in sorted(c["kind_stack"].items())),
+                     " ".join(f"{k}:{v[0]}/{v[1]}" for k, v in sorted(
+                         (k, dprof.runtime_bytes(k)) for k in c["kind_code"])),
+                     span(c["all_code"]) if c["all_code"] else "-",
+                     min(c["ram_over"]), max(c["ram_over"])])
+    print("\n# calibration: runtime code = flash - image, per kind (the firmware compiles in "
+          "its model's kind); profile = the profile's runtime flash/stack for the kind; "
+          "all_kinds = every kind compiled in; ram_over = real RAM - est RAM")
+    print_table(["target", "opt", "code_B", "stack_B", "profile_flash/stack_B",
+                 "all_kinds_code_B", "ram_over_min_B", "ram_over_max_B"], crow)
 
     erow = []
     for name, (dev, *_rest) in models.items():
@@ -543,7 +511,7 @@ def run(prof, jobs, work):
     else:
         peers, incdir, ver = em
         print(f"\n# peer: emlearn {ver}; same flags, bare start and --gc-sections as our "
-              "probe; ratio = ours / emlearn; ours_kind_only = our probe with one kind linked")
+              "probe; ratio = ours / emlearn; ours_all_kinds = our probe with every kind compiled in")
         prow = []
         for name, variants in peers.items():
             if name not in models:
@@ -562,13 +530,12 @@ def run(prof, jobs, work):
                             continue
                         prow.append([name, variant, tgt, opt, b.flash_bytes, ef,
                                      b.flash_bytes / ef,
-                                     "-" if ko[0] is None else ko[0],
-                                     "-" if ko[0] is None else ko[0] / ef,
+                                     ko[0], ko[0] / ef,
                                      b.ram_bytes, er, b.ram_bytes / er, b.stack_bytes, es,
                                      f"{acc[name]:.3f}", f"{pacc:.3f}",
                                      " ".join(libs) or "-"])
         print_table(["ours", "emlearn", "target", "opt", "ours_flash_B", "emlearn_flash_B",
-                     "flash_ratio", "ours_kind_only_flash_B", "kind_only_ratio", "ours_ram_B",
+                     "flash_ratio", "ours_all_kinds_flash_B", "all_kinds_ratio", "ours_ram_B",
                      "emlearn_ram_B", "ram_ratio", "ours_stack_B", "emlearn_stack_B",
                      "ours_acc", "emlearn_acc", "extra_libs"], prow)
 

@@ -187,14 +187,18 @@ class DeviceProfile:
     has_fpu : bool
     source : str
         Where the numbers come from.
-    runtime_flash_bytes : int
+    runtime_flash_bytes : int or mapping of str to int
         Flash the C99 runtime itself takes beside the image (code and
         constants of ``firmware_sim/c``, measured by ``edgecode firmware
-        --build``); :func:`check_fits` adds it to the image. 0 by default
-        (a profile file may set it).
-    runtime_ram_bytes : int
+        --build``), one number or one per model kind (``protected_nb``,
+        ``ecoc``, ``ssbc``: a firmware compiles in its model's kind only);
+        :func:`check_fits` adds it to the image. A kind the mapping does not
+        list is charged its largest entry. 0 by default (a profile file may
+        set it).
+    runtime_ram_bytes : int or mapping of str to int
         RAM the runtime needs beside the model's own buffers: its worst-case
-        stack (open, then one inference); :func:`check_fits` adds it.
+        stack (open, then one inference), likewise per kind;
+        :func:`check_fits` adds it.
 
     Examples
     --------
@@ -221,6 +225,16 @@ class DeviceProfile:
     def __post_init__(self):
         _validate(self)
 
+    def runtime_bytes(self, kind=None):
+        """``(flash, ram)`` the C runtime adds for a model of ``kind``
+        (None or a kind not listed: the largest entry).
+
+        >>> get_profile("cortex-m4").runtime_bytes("protected_nb")
+        (2592, 280)
+        """
+        return (_for_kind(self.runtime_flash_bytes, kind),
+                _for_kind(self.runtime_ram_bytes, kind))
+
     @property
     def word_bytes(self):
         """Bytes per native word."""
@@ -232,6 +246,9 @@ class DeviceProfile:
         d["cycles"] = dict(self.cycles)
         d["energy_pj"] = dict(self.energy_pj)
         d["int_widths"] = list(self.int_widths)
+        for name in ("runtime_flash_bytes", "runtime_ram_bytes"):
+            if hasattr(d[name], "items"):
+                d[name] = dict(d[name])
         return d
 
     def with_overrides(self, **overrides):
@@ -259,8 +276,20 @@ def _validate(p):
     for name in ("flash_bytes", "ram_bytes"):
         _check_number(getattr(p, name), f"{where}: {name}", positive=True, integer=True)
     for name in ("runtime_flash_bytes", "runtime_ram_bytes"):
-        _check_number(getattr(p, name), f"{where}: {name}", integer=True)
-        object.__setattr__(p, name, int(getattr(p, name)))
+        value = getattr(p, name)
+        if hasattr(value, "items"):
+            if not value:
+                raise ProfileError(f"{where}: {name} must be a number or a non-empty "
+                                   "mapping of model kind to number")
+            for k, v in value.items():
+                if not isinstance(k, str):
+                    raise ProfileError(f"{where}: {name} keys must be model kinds (str); "
+                                       f"got {k!r}")
+                _check_number(v, f"{where}: {name}[{k!r}]", integer=True)
+            object.__setattr__(p, name, _freeze({k: int(v) for k, v in value.items()}))
+        else:
+            _check_number(value, f"{where}: {name}", integer=True)
+            object.__setattr__(p, name, int(value))
     _check_number(p.clock_hz, f"{where}: clock_hz", positive=True)
     _check_number(p.overhead_pj_per_cycle, f"{where}: overhead_pj_per_cycle")
     widths = tuple(p.int_widths)
@@ -289,6 +318,14 @@ def _validate(p):
         object.__setattr__(p, table, _freeze({k: float(t[k]) for k in OPERATION_CLASSES}))
 
 
+def _for_kind(value, kind):
+    if not hasattr(value, "items"):
+        return int(value)
+    if kind in value:
+        return int(value[kind])
+    return max(int(v) for v in value.values())
+
+
 #: Cortex-M0 (ARMv6-M) cycle model: single-cycle ALU, 2-cycle loads (ARM
 #: Cortex-M0 TRM, "Instruction set summary"), flash one wait state at 48 MHz
 #: (3 cycles per flash word), the small iterative multiplier (32 cycles, the
@@ -305,8 +342,10 @@ CORTEX_M0 = DeviceProfile(
     energy_pj=_DEFAULT_ENERGY, has_fpu=False,
     source="cycles: ARM Cortex-M0 TRM instruction timings (small multiplier option); "
            "energy: Horowitz ISSCC 2014 45 nm table (defaults, override); runtime "
-           "flash/RAM: the C runtime built for cortex-m0plus at -O2 (benchmarks/README.md)",
-    runtime_flash_bytes=14792, runtime_ram_bytes=536,
+           "flash/RAM: the C runtime built for cortex-m0plus at -O2, one kind compiled in "
+           "(benchmarks/README.md)",
+    runtime_flash_bytes={"protected_nb": 3632, "ecoc": 8163, "ssbc": 8408},
+    runtime_ram_bytes={"protected_nb": 364, "ecoc": 552, "ssbc": 364},
 )
 
 #: Cortex-M4F (ARMv7E-M) cycle model: single-cycle ALU and 32-bit multiply,
@@ -323,8 +362,9 @@ CORTEX_M4 = DeviceProfile(
     energy_pj=_DEFAULT_ENERGY, has_fpu=True,
     source="cycles: ARM Cortex-M4 TRM instruction timings; energy: Horowitz ISSCC 2014 "
            "45 nm table (defaults, override); runtime flash/RAM: the C runtime built for "
-           "cortex-m4 at -O2 (benchmarks/README.md)",
-    runtime_flash_bytes=12376, runtime_ram_bytes=480,
+           "cortex-m4 at -O2, one kind compiled in (benchmarks/README.md)",
+    runtime_flash_bytes={"protected_nb": 2592, "ecoc": 6771, "ssbc": 6600},
+    runtime_ram_bytes={"protected_nb": 280, "ecoc": 496, "ssbc": 336},
 )
 
 #: Built-in profiles by name.
@@ -473,21 +513,22 @@ def check_fits(profile, resources, container=None):
     Examples
     --------
     The image and the model's buffers (``resources``) plus the C runtime's
-    measured code and stack (``runtime_flash_bytes``, ``runtime_ram_bytes``):
+    measured code and stack for the report's ``kind`` (``runtime_flash_bytes``,
+    ``runtime_ram_bytes``; without a kind, the largest):
 
-    >>> check_fits("cortex-m0", {"flash_bytes": 10000, "ram_bytes": 100})
-    {'flash_free_bytes': 7976, 'ram_free_bytes': 3460}
+    >>> check_fits("cortex-m0", {"flash_bytes": 10000, "ram_bytes": 100, "kind": "protected_nb"})
+    {'flash_free_bytes': 19136, 'ram_free_bytes': 3632}
     >>> check_fits("cortex-m0", {"flash_bytes": 40000, "ram_bytes": 5000, "kind": "ecoc"})
     Traceback (most recent call last):
     ...
-    firmware_sim.profiles.DoesNotFitError: ecoc artifact does not fit profile 'cortex-m0': flash (model 40000 + runtime 14792) needs 54792 bytes but the profile has 32768 (over by 22024 bytes, 67.2%); RAM (model 5000 + runtime 536) needs 5536 bytes but the profile has 4096 (over by 1440 bytes, 35.2%)
+    firmware_sim.profiles.DoesNotFitError: ecoc artifact does not fit profile 'cortex-m0': flash (model 40000 + runtime 8163) needs 48163 bytes but the profile has 32768 (over by 15395 bytes, 47.0%); RAM (model 5000 + runtime 552) needs 5552 bytes but the profile has 4096 (over by 1456 bytes, 35.5%)
     """
     p = get_profile(profile)
     problems = []
     need_of = {}
-    for key, label, have, extra in (("flash_bytes", "flash", p.flash_bytes,
-                                     p.runtime_flash_bytes),
-                                    ("ram_bytes", "RAM", p.ram_bytes, p.runtime_ram_bytes)):
+    rt_flash, rt_ram = p.runtime_bytes(resources.get("kind"))
+    for key, label, have, extra in (("flash_bytes", "flash", p.flash_bytes, rt_flash),
+                                    ("ram_bytes", "RAM", p.ram_bytes, rt_ram)):
         if key not in resources:
             raise ProfileError(f"resources report has no {key!r}; got keys {sorted(resources)}")
         need = need_of[key] = int(resources[key]) + int(extra)

@@ -17,6 +17,8 @@ runtime does not parse the JSON metadata; the device never reads it).
 """
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -152,6 +154,44 @@ def test_host_build_measures_flash_ram_and_stack(tmp_path):
     assert info["decision_len"] == 1 and info["frame_width"] == dev.total_bits
 
 
+def test_one_kind_build_refuses_other_kinds_and_all_kinds_opens_every_kind(tmp_path):
+    """The default firmware compiles in its model's kind only (ec_config.h):
+    another kind's image is refused with EC_ERR_KIND; kinds="all" opens it."""
+    _need("host")
+    nb, _ = _model("nb_greedy")
+    ecoc, _ = _model("ecoc_linear_binary")
+    images = [nb.container.tobytes(), ecoc.container.tobytes()]
+    info = write_firmware(images[0], tmp_path / "one", "host")
+    assert info["sources"] == ["ec_container.c", "ec_model.c", "ec_nb.c"]
+    assert not (tmp_path / "one" / "ec_ecoc.c").exists()
+    b = build_firmware(tmp_path / "one", "host", probe=False)
+    assert check_images(b.runner, images) == [(True, "ok"), (False, "error -9 kind")]
+    # rewriting the directory for all kinds (and back) leaves no stale sources behind
+    write_firmware(images[0], tmp_path / "one", "host", kinds="all")
+    b = build_firmware(tmp_path / "one", "host", probe=False)
+    assert check_images(b.runner, images) == [(True, "ok"), (True, "ok")]
+    write_firmware(images[1], tmp_path / "one", "host")
+    assert not (tmp_path / "one" / "ec_nb.c").exists()
+    with pytest.raises(ValueError, match="kinds must be 'model' or 'all'"):
+        write_firmware(images[0], tmp_path / "x", "host", kinds="nb")
+
+
+def test_generated_makefile_builds_a_runner_that_agrees(tmp_path):
+    """What a user runs by hand: `make -j2` in the generated directory."""
+    _need("host")
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed (Debian package make)")
+    dev, X = _model("ssbc_table")
+    write_firmware(dev.container, tmp_path, "host")
+    res = subprocess.run(["make", "-j2", "all", "probe"], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (tmp_path / "probe").exists()
+    frames = _frames(dev, X[:30], np.random.default_rng(3), n_random=10)
+    labels, dec = run_firmware(tmp_path, frames, "host")
+    _assert_parity(dev, frames, labels, dec)
+
+
 # ---------------------------------------------------------------------- Cortex-M
 @pytest.mark.parametrize("target, name", [
     ("cortex-m4", "nb_greedy"), ("cortex-m4", "ecoc_tree_wide"), ("cortex-m4", "ssbc_table"),
@@ -226,7 +266,7 @@ def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
     _need("host")
     dev, _ = _model(name)
     raw = dev.container.tobytes()
-    write_firmware(raw, tmp_path, "host")
+    write_firmware(raw, tmp_path, "host", kinds="all")
     b = build_firmware(tmp_path, "host", opt="-O1", sanitize=True, probe=False)
     rng = np.random.default_rng(11)
     lo, hi = _meta_range(raw)

@@ -104,24 +104,49 @@ def test_check_fits_names_the_overage():
                        r"100.0%"):
         check_fits(m0, res)
     m4 = get_profile("cortex-m4")
+    rt_flash, rt_ram = m4.runtime_bytes()          # no kind: the largest kind's runtime
+    assert (rt_flash, rt_ram) == (max(m4.runtime_flash_bytes.values()),
+                                  max(m4.runtime_ram_bytes.values()))
     assert check_fits("cortex-m4", res) == {
-        "flash_free_bytes": 256 * 1024 - 10 - m4.runtime_flash_bytes,
-        "ram_free_bytes": 64 * 1024 - 8192 - m4.runtime_ram_bytes}
+        "flash_free_bytes": 256 * 1024 - 10 - rt_flash,
+        "ram_free_bytes": 64 * 1024 - 8192 - rt_ram}
 
 
 def test_check_fits_counts_the_measured_c_runtime():
-    """The built-in profiles carry the C runtime's measured flash and stack
-    (issue 12): an image that fits alone may not fit with the runtime."""
+    """The built-in profiles carry the C runtime's measured flash and stack per
+    model kind (issue 12; a firmware compiles in its model's kind only): an
+    image that fits alone may not fit with the runtime."""
     m0 = get_profile("cortex-m0")
-    assert m0.runtime_flash_bytes > 8000 and m0.runtime_ram_bytes > 256
+    nb_flash, nb_ram = m0.runtime_bytes("protected_nb")
+    ecoc_flash, ecoc_ram = m0.runtime_bytes("ecoc")
+    assert 2000 < nb_flash < ecoc_flash and 256 < nb_ram <= ecoc_ram
     res = {"kind": "ecoc", "flash_bytes": 26761, "ram_bytes": 100}   # the wide ECOC image
-    with pytest.raises(DoesNotFitError, match=r"flash \(model 26761 \+ runtime 14792\) "
-                                              r"needs 41553 bytes"):
+    with pytest.raises(DoesNotFitError, match=rf"flash \(model 26761 \+ runtime {ecoc_flash}\) "
+                                              rf"needs {26761 + ecoc_flash} bytes"):
         check_fits(m0, res)
+    # the same bytes as an NB image fit: its runtime is smaller
+    left = check_fits(m0, dict(res, kind="protected_nb"))
+    assert left["flash_free_bytes"] == 32768 - 26761 - nb_flash
     bare = m0.with_overrides(runtime_flash_bytes=0, runtime_ram_bytes=0)
     assert check_fits(bare, res)["flash_free_bytes"] == 32768 - 26761
     with pytest.raises(ProfileError, match="no 'ram_bytes'"):
         check_fits("cortex-m0", {"flash_bytes": 1})
+
+
+def test_runtime_bytes_per_kind_from_a_profile_file(tmp_path):
+    path = tmp_path / "board.json"
+    path.write_text(json.dumps({"base": "cortex-m4", "name": "board",
+                                "runtime_flash_bytes": {"ecoc": 7000, "ssbc": 9000},
+                                "runtime_ram_bytes": 300}))
+    p = load_profile(path)
+    assert p.runtime_bytes("ecoc") == (7000, 300)
+    assert p.runtime_bytes("protected_nb") == (9000, 300)     # not listed: the largest
+    assert json.loads(json.dumps(p.to_dict()))["runtime_flash_bytes"] == {"ecoc": 7000,
+                                                                       "ssbc": 9000}
+    for bad, match in (({}, "non-empty mapping"), ({"ecoc": -1}, r"runtime_flash_bytes\['ecoc'\]"),
+                       ({"ecoc": 1.5}, "must be an integer")):
+        with pytest.raises(ProfileError, match=match):
+            p.with_overrides(runtime_flash_bytes=bad)
 
 
 def test_check_fits_refuses_integer_widths_the_core_lacks():

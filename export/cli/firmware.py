@@ -51,11 +51,11 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     est = ""
     if prof_name is not None:
         prof = get_profile(prof_name)
+        rt_flash, rt_ram = prof.runtime_bytes(device.container.kind)
         est = (f"; firmware_sim profile {prof.name} estimate: flash "
-               f"{res['flash_bytes'] + prof.runtime_flash_bytes} B (image "
-               f"{res['flash_bytes']} + runtime {prof.runtime_flash_bytes}), RAM "
-               f"{res['ram_bytes'] + prof.runtime_ram_bytes} B (model {res['ram_bytes']} + "
-               f"runtime stack {prof.runtime_ram_bytes})")
+               f"{res['flash_bytes'] + rt_flash} B (image {res['flash_bytes']} + runtime "
+               f"{rt_flash}), RAM {res['ram_bytes'] + rt_ram} B (model {res['ram_bytes']} + "
+               f"runtime stack {rt_ram})")
     print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
           f"inference): flash {b.flash_bytes} B (text + rodata + data, image "
           f"{device.container.nbytes} B included), RAM {b.ram_bytes} B (data + bss "

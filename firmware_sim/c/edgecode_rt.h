@@ -46,6 +46,27 @@ typedef enum {
 #define EC_KIND_ECOC 2u
 #define EC_KIND_SSBC 3u
 
+/* Kinds compiled in (ec_config.h). A firmware for one model defines the
+ * one it needs (EC_WITH_<KIND> 1) and compiles only that kind's source
+ * file; with none defined every kind is compiled in and ec_model_open
+ * accepts any image. An image of a kind not compiled in is refused with
+ * EC_ERR_KIND. */
+#include "ec_config.h"
+#if !defined(EC_WITH_NB) && !defined(EC_WITH_ECOC) && !defined(EC_WITH_SSBC)
+#define EC_WITH_NB 1
+#define EC_WITH_ECOC 1
+#define EC_WITH_SSBC 1
+#endif
+#ifndef EC_WITH_NB
+#define EC_WITH_NB 0
+#endif
+#ifndef EC_WITH_ECOC
+#define EC_WITH_ECOC 0
+#endif
+#ifndef EC_WITH_SSBC
+#define EC_WITH_SSBC 0
+#endif
+
 /* dtype codes of the container table */
 enum {
     EC_U8 = 1, EC_I8 = 2, EC_U16 = 3, EC_I16 = 4, EC_U32 = 5,
