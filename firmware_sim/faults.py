@@ -132,6 +132,15 @@ class Fault:
         try:
             return cls(**params)
         except TypeError as exc:
+            import inspect
+            need = [n for n, prm in inspect.signature(cls).parameters.items()
+                    if prm.default is inspect.Parameter.empty
+                    and prm.kind in (prm.POSITIONAL_OR_KEYWORD, prm.KEYWORD_ONLY)
+                    and n not in params]
+            if need:
+                raise ValueError(f"{cls.name} needs {', '.join(need)} (a value, e.g. "
+                                 f"--set {need[0]}=..., or a sweep, --param {need[0]} --grid "
+                                 f"...); accepted parameters: {accepted}") from None
             raise ValueError(f"{cls.name}: {exc}") from None
 
     @classmethod

@@ -31,7 +31,7 @@ def test_plan_csv_and_per_feature_eps(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, msg", [
     (["plan", "house_votes", "--eps", "0.7", "--R", "1"], "eps must be in"),
-    (["plan", "house_votes", "--eps", "0.2", "--budget", "3"], "budget_bits must be even"),
+    (["plan", "house_votes", "--eps", "0.2", "--budget", "3"], "--budget must be even"),
     (["plan", "nosuchdata", "--eps", "0.2", "--R", "1"], "unknown dataset"),
 ])
 def test_cli_errors_are_one_line(argv, msg, capsys):

@@ -18,6 +18,9 @@ from pathlib import Path
 
 from firmware_sim.artifact import ContainerError
 
+from ._args import (OUTPUT_FILE_OPTIONS, HelpFormatter, UsageError, check_output_dir,
+                    check_output_file, plain, positive_int)
+
 from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
@@ -33,27 +36,62 @@ COMMAND_MODULES = (_nb, _codes, _ecoc, _hashing, _campaign, _firmware)
 
 
 def run_demo(out_dir=None, trials=2000, stream=None):
-    """The whole path on bundled data, one stage per model kind."""
+    """The whole path on bundled data, one stage per model kind.
+
+    ``out_dir`` keeps the artifacts (created if missing, inside an existing
+    folder); without it they go to a temporary folder that is removed at the
+    end.
+    """
+    import shutil
+
     out = stream or sys.stdout
+    if int(trials) < 1:
+        raise UsageError(f"--trials must be >= 1; got {trials}")
     t0 = time.perf_counter()
-    out_dir = Path(out_dir or tempfile.mkdtemp(prefix="edgecode-demo-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    keep = out_dir is not None
+    if keep:
+        out_dir = check_output_dir(out_dir, "--out")
+        out_dir.mkdir(exist_ok=True)
+    else:
+        out_dir = Path(tempfile.mkdtemp(prefix="edgecode-demo-"))
     results = {}
-    for mod in COMMAND_MODULES:
-        results[mod.__name__.rsplit(".", 1)[-1]] = mod.run_demo_stage(out_dir, trials=trials,
-                                                                      stream=out)
-    print(f"\nartifacts in {out_dir}; demo took {time.perf_counter() - t0:.1f}s", file=out)
+    try:
+        for mod in COMMAND_MODULES:
+            results[mod.__name__.rsplit(".", 1)[-1]] = mod.run_demo_stage(out_dir, trials=trials,
+                                                                          stream=out)
+    finally:
+        if not keep:
+            shutil.rmtree(out_dir, ignore_errors=True)
+    where = (f"artifacts in {out_dir}" if keep else
+             "artifacts were written to a temporary folder, now removed (--out DIR keeps them)")
+    print(f"\n{where}; demo took {time.perf_counter() - t0:.1f}s", file=out)
     nb = results["naive_bayes"]
     return {**nb, "stages": results}
 
 
 def _build_parser():
-    p = argparse.ArgumentParser(prog="edgecode", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    p = argparse.ArgumentParser(
+        prog="edgecode", formatter_class=HelpFormatter,
+        description="Plan redundancy, train, export and simulate small classifiers for devices "
+        "whose bits are unreliable. 'edgecode COMMAND --help' describes each command.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_parser = sub.add_parser
+
+    def add_parser_with_defaults(name, **kw):
+        kw.setdefault("formatter_class", HelpFormatter)
+        if "description" in kw:
+            kw["description"] = plain(kw["description"])
+        elif "help" in kw:
+            kw["description"] = plain(kw["help"][:1].upper() + kw["help"][1:] + ".")
+        return add_parser(name, **kw)
+
+    sub.add_parser = add_parser_with_defaults
     d = sub.add_parser("demo", help="run every model kind end to end on bundled data")
-    d.add_argument("--out", help="directory for the artifacts (default: a new temp dir)")
-    d.add_argument("--trials", type=int, default=2000, help="Monte Carlo trials per point")
-    d.set_defaults(func=lambda a: run_demo(a.out, trials=a.trials))
+    d.add_argument("--out", help="keep the artifacts in this directory (created inside an "
+                   "existing one; default: a temporary directory, removed at the end)")
+    d.add_argument("--trials", type=positive_int, default=2000,
+                   help="Monte Carlo trials per point")
+    d.set_defaults(func=lambda a: run_demo(a.out, trials=a.trials), out_is_dir=True)
     for mod in COMMAND_MODULES:
         mod.register(sub)
     return p
@@ -64,18 +102,37 @@ def _one_line(exc):
     return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
+def _check_outputs(args):
+    """Every output path of the command, checked before any work is done."""
+    for attr, option in OUTPUT_FILE_OPTIONS:
+        value = getattr(args, attr, None)
+        if value is None:
+            continue
+        if getattr(args, "out_is_dir", False) and attr == "out":
+            check_output_dir(value, option)
+        else:
+            check_output_file(value, option)
+
+
 def main(argv=None):
-    """Entry point of the ``edgecode`` console script; returns the exit status."""
+    """Entry point of the ``edgecode`` console script; returns the exit status.
+
+    0: done; 2: a usage error, bad input or an artifact refused by the loader
+    (one ``error:`` line on stderr); 130: interrupted (Ctrl-C).
+    """
     args = _build_parser().parse_args(argv)
     try:
+        _check_outputs(args)
         args.func(args)
     except ContainerError as exc:
         # a malformed or inconsistent artifact (bytes, schema, consistency rules or
         # metadata types): refused by the loader before anything runs on it
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as exc:
-        # RuntimeError: a firmware build or run failed (the compiler's message follows)
+    except (ValueError, TypeError, OSError, RuntimeError) as exc:
+        # ValueError includes UsageError; OSError: unreadable inputs, unwritable
+        # outputs; RuntimeError: a firmware build or run failed (the compiler's
+        # message follows)
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -35,6 +35,8 @@ first, and what a one-upset campaign will measure, exactly::
 
 import sys
 
+from ._args import nonnegative_int, open_unit, positive_int
+
 __all__ = ["run_campaign_cli", "run_upsets_cli", "run_demo_stage", "register"]
 
 
@@ -194,9 +196,9 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
 
 def _nb_rows(container, dataset, split):
     """(X, y, name) for a protected naive Bayes artifact: a bundled dataset or CSV."""
-    from edgecode import datasets
+    from .naive_bayes import load_recorded
 
-    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
     return rows.X, rows.y, data.name
 
@@ -247,8 +249,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``campaign`` sub-command to ``sub`` (argparse subparsers)."""
-    c = sub.add_parser("campaign", help="sweep a fault model over a grid on a device artifact",
-                       description=__doc__.splitlines()[0])
+    c = sub.add_parser("campaign", help="sweep a fault model over a grid on a device artifact")
     c.add_argument("artifact", help="device container: protected_nb ('edgecode plan --out'), "
                    "ecoc ('edgecode ecoc --out') or ssbc with a code table "
                    "('edgecode hash --out')")
@@ -261,20 +262,24 @@ def register(sub):
                         "checked)")
     c.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="a fault parameter (repeatable); lists comma separated")
-    c.add_argument("--param", help="parameter to sweep (e.g. eps, flip_rate, rate, count)")
+    c.add_argument("--param", help="parameter to sweep (e.g. eps, flip_rate, rate, count; "
+                   "default: none, one point at the --set values)")
     c.add_argument("--grid", help="comma list of values of --param")
     c.add_argument("--site", choices=["wire", "intermediate"], default=None,
                    help="where bit faults act: the frames on the wire or the device's "
                         "intermediate results (default: wire for naive Bayes, intermediate "
                         "for ECOC learner outputs and SSBC code bits)")
-    c.add_argument("--trials", type=int, default=1000, help="trials per point and value")
-    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--trials", type=positive_int, default=1000, help="trials per point and "
+                   "value")
+    c.add_argument("--seed", type=int, default=0, help="random seed of the faults")
     c.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
                    "dataset recorded in the artifact); ecoc/ssbc: as 'edgecode ecoc' / "
                    "'edgecode hash' take it, e.g. digits")
     c.add_argument("--split", default="test", help="rows to use when the data has a split")
-    c.add_argument("--max-points", type=int)
-    c.add_argument("--confidence", type=float, default=0.99)
+    c.add_argument("--max-points", type=positive_int, help="use at most this many points "
+                   "(default: all)")
+    c.add_argument("--confidence", type=open_unit, default=0.99,
+                   help="level of the intervals")
     c.add_argument("--profile", help="device profile (cortex-m0, cortex-m4 or a JSON/TOML "
                    "file): refuse an artifact that does not fit, report cycles and energy")
     c.add_argument("--json", dest="json_path", help="write the JSON report here")
@@ -282,17 +287,17 @@ def register(sub):
     c.set_defaults(func=_cmd_campaign)
 
     u = sub.add_parser("upsets", help="flip every stored bit of an artifact in turn: which "
-                       "arrays and bits change labels", description=run_upsets_cli.__doc__
-                       .splitlines()[0])
+                       "arrays and bits change labels")
     u.add_argument("artifact", help="device container (protected_nb, ecoc or ssbc)")
     u.add_argument("--data", default=None, help="inputs, as for 'edgecode campaign'")
     u.add_argument("--split", default="test", help="rows to use when the data has a split")
-    u.add_argument("--max-points", type=int)
+    u.add_argument("--max-points", type=positive_int, help="use at most this many points "
+                   "(default: all)")
     u.add_argument("--arrays", help="comma list of container arrays (default: all)")
     u.add_argument("--checked", action="store_true", help="upsets anywhere in the image, "
                    "CRC verified by the loader (every one is then refused)")
-    u.add_argument("--top", type=int, default=10, help="critical bits to list")
-    u.add_argument("--max-bits", type=int, default=1 << 14,
+    u.add_argument("--top", type=nonnegative_int, default=10, help="critical bits to list")
+    u.add_argument("--max-bits", type=positive_int, default=1 << 14,
                    help="refuse more targeted bits than this (one re-load per bit)")
     u.add_argument("--json", dest="json_path", help="write the JSON report here")
     u.set_defaults(func=_cmd_upsets)
@@ -301,8 +306,6 @@ def register(sub):
 def _cmd_campaign(args):
     if (args.param is None) != (args.grid is None):
         raise ValueError("--param and --grid go together")
-    if args.trials <= 0:
-        raise ValueError(f"--trials must be positive; got {args.trials}")
     run_campaign_cli(args.artifact, args.fault, _parse_sets(args.set), args.param,
                      None if args.grid is None else _parse_grid(args.grid), args.trials,
                      seed=args.seed, dataset=args.data, split=args.split,

@@ -7,9 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
+from ._args import UsageError, positive_int
+
 __all__ = ["run_codes", "run_demo_stage", "register", "save_code"]
 
 _SUFFIXES = (".npy", ".csv", ".edgc")
+
+#: What the columns of the quality tables mean (printed under them).
+LEGEND = ("d_r: minimum Hamming distance between rows (codewords: errors corrected = "
+          "floor((d_r - 1) / 2)); d_c: minimum distance between columns and their "
+          "complements (learner independence); d_T = d_r + d_c; row mean / std: mean and "
+          "std of the row distances; valid: no equal or complementary columns, no constant "
+          "column, distinct rows")
 
 
 def _parse_option(text):
@@ -56,7 +65,8 @@ def run_codes(design, n_classes, n_columns=None, N=2, seed=None, options=None, o
     M = make_code(design, n_classes, n_columns, N=N, random_state=seed, **options)
     elapsed = time.perf_counter() - t0
     props = check_properties(M)
-    print(f"design {design} (N = {N}, seed {seed}, options {options or {}}) built in "
+    opts = ", ".join(f"{k}={v}" for k, v in options.items() if k != "progress") or "none"
+    print(f"design {design} (N = {N}, seed {seed}, options: {opts}) built in "
           f"{elapsed:.3f}s", file=stream)
     print(props.report(), file=stream)
     if out is not None:
@@ -100,6 +110,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
               f"{dt:>6.2f}s", file=out)
         rows.append({"design": design, "options": opts, "N": N, "shape": M.shape,
                      "d_r": p.d_r, "d_c": p.d_c, "d_T": p.d_T, "valid": p.valid})
+    print(LEGEND, file=out)
     M = make_code("nary", 10, 20, N=3)
     path = save_code(M, out_dir / "codes_nary3_10x20.edgc", meta={"design": "nary",
                                                                   "n_symbols": 3})
@@ -113,11 +124,15 @@ def register(sub):
 
     p = sub.add_parser("codes", help="build an ECOC coding matrix, report its quality, save it")
     p.add_argument("design", choices=list(DESIGNS), help="coding design")
-    p.add_argument("--classes", type=int, required=True, help="number of classes (rows)")
-    p.add_argument("--columns", type=int, default=None,
+    p.add_argument("--classes", type=positive_int, required=True,
+                   help="number of classes (rows)")
+    p.add_argument("--n-columns", "--columns", dest="columns", type=positive_int, default=None,
                    help="number of learners (columns); default depends on the design")
-    p.add_argument("--N", type=int, default=2, help="alphabet size (nary: prime; nary_random)")
-    p.add_argument("--seed", type=int, default=None, help="random_state for random designs")
+    p.add_argument("--N", type=positive_int, default=None,
+                   help="alphabet size (default: 3 for nary and nary_random, 2 for every other "
+                   "design; nary needs a prime)")
+    p.add_argument("--seed", type=int, default=None, help="random_state for random designs "
+                   "(default: fresh randomness)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="design option, e.g. -o truncation=top_left -o n_draws=1000 -o t=6")
     p.add_argument("--out", help="save to .npy, .csv or .edgc (ecoc container)")
@@ -126,7 +141,8 @@ def register(sub):
 
 def _cmd_codes(args):
     if args.out is not None and not args.out.lower().endswith(_SUFFIXES):
-        raise ValueError(f"--out must end in one of {', '.join(_SUFFIXES)}; got {args.out!r}")
+        raise UsageError(f"--out must end in one of {', '.join(_SUFFIXES)}; got {args.out!r}")
     options = dict(_parse_option(o) for o in args.option)
-    run_codes(args.design, args.classes, args.columns, N=args.N, seed=args.seed,
+    N = args.N if args.N is not None else (3 if args.design in ("nary", "nary_random") else 2)
+    run_codes(args.design, args.classes, args.columns, N=N, seed=args.seed,
               options=options, out=args.out)

@@ -8,7 +8,11 @@ import numpy as np
 
 __all__ = ["run_ecoc", "run_demo_stage", "register", "load_table"]
 
+from ._args import UsageError, open_unit, positive_int
+
 LEARNERS = ("tree", "logistic", "linear_svm")
+#: Designs whose alphabet is chosen by N (every other design is binary or ternary).
+NARY_DESIGNS = ("nary", "nary_random")
 BUNDLED = ("digits", "iris", "wine", "breast_cancer")
 
 
@@ -99,6 +103,10 @@ def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding
     if clf.fast_path_ == "generic":
         say("learners are neither linear nor trees: no device export")
         return result
+    if decoding != "hamming":
+        say(f"decoding {decoding}: not exported (the device decodes hard learner outputs by "
+            "Hamming distance; --decoding hamming exports)")
+        return result
     exp = export_ecoc(clf, Xtr, X_check=Xte, container_path=out, onnx_path=onnx_out,
                       meta={"dataset": label, "code": str(code)})
     result["export"] = exp
@@ -163,22 +171,32 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``ecoc`` sub-command to ``sub`` (argparse subparsers)."""
+    from edgecode.ecoc import DESIGNS
+
     p = sub.add_parser("ecoc", help="train an ECOC ensemble, export it, simulate noisy learners")
     p.add_argument("data", help=f"bundled set ({', '.join(BUNDLED)}) or a CSV path (numeric "
                    "features, a 'class' column, optional 'split' train/test)")
-    p.add_argument("--code", default="nary", help="design name (one_vs_all, dense_random, "
-                   "nary, annealed, bch, ...)")
-    p.add_argument("--N", type=int, default=3, help="alphabet size for the design")
-    p.add_argument("--n-columns", type=int, default=None, help="code length (learners)")
-    p.add_argument("--learner", default="tree", choices=LEARNERS)
-    p.add_argument("--decoding", default="hamming", choices=["hamming", "loss", "euclidean"])
-    p.add_argument("--test-size", type=float, default=0.3)
+    p.add_argument("--code", default="nary", choices=list(DESIGNS), metavar="DESIGN",
+                   help=f"coding design: {', '.join(DESIGNS)}")
+    p.add_argument("--N", type=positive_int, default=None,
+                   help=f"alphabet size (default: 3 for {' and '.join(NARY_DESIGNS)}, "
+                   "2 for every other design, which is binary or ternary)")
+    p.add_argument("--n-columns", "--columns", dest="n_columns", type=positive_int,
+                   default=None, help="code length (learners); default depends on the design")
+    p.add_argument("--learner", default="tree", choices=LEARNERS, help="base learner of "
+                   "every column")
+    p.add_argument("--decoding", default="hamming", choices=["hamming", "loss", "euclidean"],
+                   help="how the classifier decodes; the device (and so --out / --onnx) "
+                   "decodes by Hamming distance only")
+    p.add_argument("--test-size", type=open_unit, default=0.3,
+                   help="fraction of rows held out (when the data has no split)")
     p.add_argument("--eps", default="0,0.05,0.1,0.2",
                    help="comma list of learner-output corruption probabilities")
-    p.add_argument("--trials", type=int, default=5, help="noisy passes per eps")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="write the device container here")
-    p.add_argument("--onnx", help="write the ONNX graph here")
+    p.add_argument("--trials", type=positive_int, default=5, help="noisy passes per eps")
+    p.add_argument("--seed", type=int, default=0, help="seed of the split, the code and the "
+                   "learners")
+    p.add_argument("--out", help="write the device container here (.edgc)")
+    p.add_argument("--onnx", help="write the ONNX graph here (.onnx)")
     p.set_defaults(func=_cmd_ecoc)
 
 
@@ -186,9 +204,15 @@ def _cmd_ecoc(args):
     try:
         eps = [float(v) for v in args.eps.split(",") if v.strip()]
     except ValueError:
-        raise ValueError(f"--eps must be a comma list of numbers; got {args.eps!r}") from None
-    if args.trials < 1:
-        raise ValueError(f"--trials must be >= 1; got {args.trials}")
-    run_ecoc(args.data, code=args.code, N=args.N, n_columns=args.n_columns,
+        raise UsageError(f"--eps must be a comma list of numbers; got {args.eps!r}") from None
+    for e in eps:
+        if not 0.0 <= e <= 1.0:
+            raise UsageError(f"--eps values must be probabilities in [0, 1]; got {e:g}")
+    if args.decoding != "hamming" and (args.out or args.onnx):
+        raise UsageError(f"--decoding {args.decoding} cannot be exported: the device decodes "
+                         "hard learner outputs by Hamming distance; use --decoding hamming "
+                         "with --out / --onnx")
+    N = args.N if args.N is not None else (3 if args.code in NARY_DESIGNS else 2)
+    run_ecoc(args.data, code=args.code, N=N, n_columns=args.n_columns,
              learner=args.learner, decoding=args.decoding, test_size=args.test_size, eps=eps,
              trials=args.trials, out=args.out, onnx_out=args.onnx, seed=args.seed)

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._args import positive_int
+
 __all__ = ["run_firmware_cli", "run_demo_stage", "register"]
 
 
@@ -125,9 +127,10 @@ def register(sub):
     from export.firmware import TARGETS
 
     f = sub.add_parser("firmware", help="write the C99 firmware of an artifact (and build, "
-                       "measure and check it)", description=__doc__.splitlines()[0])
+                       "measure and check it)")
     f.add_argument("artifact", help="device container (any kind)")
-    f.add_argument("--out", required=True, help="directory to write")
+    f.add_argument("--out", required=True, help="directory to write (created inside an "
+                   "existing one)")
     f.add_argument("--target", default="host", choices=sorted(TARGETS),
                    help="host (gcc) or a Cortex-M (arm-none-eabi-gcc; cortex-m3 and "
                         "cortex-m4 run under qemu-system-arm)")
@@ -136,9 +139,11 @@ def register(sub):
                    "firmware_sim frame for frame")
     f.add_argument("--data", default=None, help="frames for --check: a dataset as the other "
                    "commands take it (default: the one recorded in the artifact)")
-    f.add_argument("--split", default="test")
-    f.add_argument("--max-points", type=int, default=500)
-    f.set_defaults(func=lambda a: run_firmware_cli(a.artifact, a.out, a.target,
+    f.add_argument("--split", default="test", help="rows for --check when the data has a "
+                   "split")
+    f.add_argument("--max-points", type=positive_int, default=500,
+                   help="dataset rows checked (plus 100 random frames)")
+    f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(a.artifact, a.out, a.target,
                                                    build=a.build or a.check, check=a.check,
                                                    dataset=a.data, split=a.split,
                                                    max_points=a.max_points))

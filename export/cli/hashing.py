@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._args import UsageError, positive_int
+
 __all__ = ["run_hash", "run_demo_stage", "register", "load_points"]
 
 METHODS = ("ssbc", "ssbc-center", "ssbc-itq", "lsh", "pca-sign", "itq")
@@ -177,18 +179,26 @@ def register(sub):
                        "export")
     p.add_argument("data", help="'digits' (scikit-learn's bundled digits) or a CSV path "
                    "(numeric features, optional 'class' and 'split' train/test columns)")
-    p.add_argument("--method", default="ssbc-center", choices=METHODS)
-    p.add_argument("--bits", type=int, default=32)
-    p.add_argument("--anchors", type=int, default=256, help="SSBC anchors m")
-    p.add_argument("--sketch", type=int, default=64, help="SSBC sketch size ell (> bits)")
+    p.add_argument("--method", default="ssbc-center", choices=METHODS,
+                   help="ssbc (streaming spectral binary codes), ssbc-center (on centred "
+                   "data), ssbc-itq (with an ITQ rotation), or a baseline: lsh (sign random "
+                   "projections), pca-sign, itq; only SSBC exports")
+    p.add_argument("--bits", type=positive_int, default=32, help="code length in bits")
+    p.add_argument("--anchors", type=positive_int, default=256, help="SSBC anchors m")
+    p.add_argument("--sketch", type=positive_int, default=64,
+                   help="SSBC sketch size ell (> bits)")
     p.add_argument("--sigma", default="auto", help="SSBC affinity scale: 'auto' or a number")
     p.add_argument("--sigma-scale", type=float, default=1.0, help="multiplier of sigma='auto'")
-    p.add_argument("--mode", default="streaming", choices=["streaming", "online"])
-    p.add_argument("--knn", type=int, default=5, help="k of the Hamming k-NN classifier")
-    p.add_argument("--R", type=int, default=100, help="cut-off of recall@R / precision@R")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="write the SSBC device container here")
-    p.add_argument("--onnx", help="write the ONNX graph here")
+    p.add_argument("--mode", default="streaming", choices=["streaming", "online"],
+                   help="SSBC: one pass with a Frequent Directions sketch (streaming) or "
+                   "codes refreshed as points arrive (online)")
+    p.add_argument("--knn", type=positive_int, default=5,
+                   help="k of the Hamming k-NN classifier")
+    p.add_argument("--recall-at", dest="recall_at", type=positive_int, default=100,
+                   help="cut-off R of recall@R / precision@R")
+    p.add_argument("--seed", type=int, default=0, help="random seed (split, sketch, baselines)")
+    p.add_argument("--out", help="write the SSBC device container here (.edgc)")
+    p.add_argument("--onnx", help="write the ONNX graph here (.onnx)")
     p.set_defaults(func=_cmd_hash)
 
 
@@ -198,7 +208,14 @@ def _cmd_hash(args):
         try:
             sigma = float(sigma)
         except ValueError:
-            raise ValueError(f"--sigma must be 'auto' or a number; got {args.sigma!r}") from None
+            raise UsageError(f"--sigma must be 'auto' or a number; got {args.sigma!r}") from None
+        if not (np.isfinite(sigma) and sigma > 0):
+            raise UsageError(f"--sigma must be 'auto' or a finite number > 0; got {args.sigma!r}")
+    if args.sketch <= args.bits and args.method.startswith("ssbc"):
+        raise UsageError(f"--sketch ({args.sketch}) must be larger than --bits ({args.bits})")
+    if (args.out or args.onnx) and not args.method.startswith("ssbc"):
+        raise UsageError(f"--method {args.method} has no device export; --out / --onnx need "
+                         "an SSBC method (ssbc, ssbc-center, ssbc-itq)")
     run_hash(args.data, method=args.method, bits=args.bits, anchors=args.anchors,
              sketch=args.sketch, sigma=sigma, sigma_scale=args.sigma_scale, mode=args.mode,
-             knn=args.knn, R=args.R, out=args.out, onnx_out=args.onnx, seed=args.seed)
+             knn=args.knn, R=args.recall_at, out=args.out, onnx_out=args.onnx, seed=args.seed)

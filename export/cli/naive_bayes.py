@@ -9,7 +9,26 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_plan", "run_simulate", "run_demo_stage", "register"]
+from ._args import UsageError, flip_probability, nonnegative_int, open_unit, positive_int
+
+__all__ = ["run_plan", "run_simulate", "run_demo_stage", "register", "load_recorded"]
+
+
+def load_recorded(spec, container=None):
+    """A binary dataset by bundled name or CSV path; when ``spec`` is the
+    dataset the artifact records, with the CSV options it records too
+    (``--target``, ``--positive``, ``--ignore`` of ``edgecode plan``)."""
+    from edgecode import datasets
+
+    meta = getattr(container, "meta", None) or {}
+    opts = {}
+    if meta.get("dataset_options") and str(spec) == str(meta.get("dataset")):
+        try:
+            opts = dict(json.loads(meta["dataset_options"]))
+        except (TypeError, ValueError):
+            raise UsageError("the artifact's meta 'dataset_options' is not a JSON object; "
+                             "pass --data") from None
+    return datasets.load(spec, **opts)
 
 
 class _Progress:
@@ -51,16 +70,37 @@ class _Progress:
 
 
 def _parse_eps(text, n=None):
+    """``--eps``: one flip probability in [0, 0.5) or a comma list, one per feature."""
     parts = [p for p in str(text).split(",") if p.strip()]
     try:
         vals = [float(p) for p in parts]
     except ValueError:
-        raise SystemExit(f"error: --eps must be a number or a comma list of numbers; got {text!r}")
+        raise UsageError(f"--eps must be a number or a comma list of numbers; "
+                         f"got {text!r}") from None
+    if not vals:
+        raise UsageError("--eps is empty: give a flip probability such as 0.1")
+    vals = [flip_probability(v) for v in vals]
     if len(vals) == 1:
         return vals[0]
     if n is not None and len(vals) != n:
-        raise SystemExit(f"error: --eps has {len(vals)} values but the data has {n} features")
+        raise UsageError(f"--eps has {len(vals)} values but the data has {n} features")
     return np.array(vals)
+
+
+def _fmt_eps(eps):
+    """eps for printing: a number or a short list of plain numbers."""
+    if np.ndim(eps) == 0:
+        return f"{float(eps):g}"
+    vals = [f"{float(v):g}" for v in np.ravel(eps)]
+    return "[" + ", ".join(vals[:8]) + (f", ... ({len(vals)} values)" if len(vals) > 8 else "") \
+        + "]"
+
+
+def _fmt_ratio(num, den):
+    """``a/b`` as ``1.34x``; a zero denominator as 'unbounded' (no 'infx')."""
+    if den <= 0:
+        return "unbounded (greedy 1-SCP is 0)" if num > 0 else "1.00x (both 0)"
+    return f"{num / den:.2f}x"
 
 
 def _split_data(data, fit_split, plan_split):
@@ -185,8 +225,14 @@ class _AtomicOutputs:
 
 def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx_out=None,
              fit_split="train", plan_split="test", max_points=None, stream=None, quiet=False,
-             plan_out=None, resolution=None, progress_stream=None):
+             plan_out=None, resolution=None, progress_stream=None, dataset_ref=None,
+             dataset_options=None):
     """Fit, plan uniform vs greedy, print the table, optionally write artifacts.
+
+    ``dataset_ref`` (default: the dataset's name) and ``dataset_options``
+    (CSV options: target, positive, ignore) are recorded in the artifact, so
+    that ``simulate``, ``campaign``, ``upsets`` and ``firmware --check`` find
+    the same rows without ``--data``.
 
     Returns a dict with the fitted model, the data, both plans and the export.
     """
@@ -217,7 +263,7 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     say(f"plan on {data.name}: n = {n} features, t = {t} planning points, "
         f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.y):.3f} "
         f"on the planning split)")
-    say(f"channel eps = {eps if np.ndim(eps) == 0 else list(np.round(eps, 4))}, "
+    say(f"channel eps = {_fmt_eps(eps)}, "
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
     used = _resolve_method(method, n)
     say(_method_reason(method, used, n, resolution))
@@ -266,19 +312,24 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     ratio = (1 - ref[0]) / (1 - g[0]) if g[0] < 1 else float("inf")
     cert = ""
     if not exact and g[1] < 1:
-        cert = (f", certified {(1 - ref[2]) / (1 - g[1]):.2f}x-"
-                f"{(1 - ref[1]) / max(1 - g[2], 1e-300):.2f}x")
-    say(f"ratio {ref_name}/greedy 1-SCP: {ratio:.2f}x{cert}   (method {plan.method}, "
-        f"plan {plan_s:.2f}s, all {elapsed:.2f}s)")
+        cert = (f", certified {_fmt_ratio(1 - ref[2], 1 - g[1])}-"
+                f"{_fmt_ratio(1 - ref[1], 1 - g[2])}")
+    say(f"ratio {ref_name}/greedy 1-SCP: {_fmt_ratio(1 - ref[0], 1 - g[0])}{cert}   (method "
+        f"{plan.method}, plan {plan_s:.2f}s, all {elapsed:.2f}s)")
     result = {"model": nb, "data": data, "plan_rows": plan_rows, "X_plan": Xp, "plan": plan,
               "uniform_scp": uniform, "none_scp": rows[0][1][0], "ratio": ratio}
     if out is not None or onnx_out is not None or plan_out is not None:
-        meta = {"dataset": data.name, "planned_eps": json.dumps(np.atleast_1d(eps).tolist()),
+        if dataset_ref is None:
+            dataset_ref = dataset if isinstance(dataset, str) else data.name
+        meta = {"dataset": str(dataset_ref),
+                "planned_eps": json.dumps(np.atleast_1d(eps).tolist()),
                 "planned_mean_scp": repr(plan.mean_scp),
                 "planned_scp_lower": repr(plan.scp_lower),
                 "planned_scp_upper": repr(plan.scp_upper),
                 "planning_points": str(len(Xp)),
                 "scp_method": plan.method, "budget_bits": str(budget_bits)}
+        if dataset_options:
+            meta["dataset_options"] = json.dumps(dataset_options)
         with _AtomicOutputs([out, onnx_out, plan_out]) as tmp:
             if out is not None or onnx_out is not None:
                 from export.naive_bayes import export_protected_nb
@@ -320,11 +371,11 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
                                confidence, max_points, out)
     device = load_protected_nb(container)
-    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
+    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
     X = rows.X if max_points is None else rows.X[:max_points]
     if X.shape[1] != device.n_features:
-        raise SystemExit(f"error: the artifact expects {device.n_features} features but "
+        raise UsageError(f"the artifact expects {device.n_features} features but "
                          f"{data.name} has {X.shape[1]}")
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
@@ -343,7 +394,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         pred_txt = f"in [{lo.mean():.6f}, {hi.mean():.6f}] (certified bounds)"
     inside = lo_ci <= pred.mean() <= hi_ci
     print(f"simulate {artifact if not isinstance(artifact, bytes) else '<bytes>'} on "
-          f"{data.name} ({len(X)} points x {trials} trials, eps = {eps}, seed {seed}, "
+          f"{data.name} ({len(X)} points x {trials} trials, eps = {_fmt_eps(eps)}, seed {seed}, "
           f"{device.total_bits} bits per inference)", file=out)
     print(f"simulated same-classification rate: {p:.6f}  "
           f"{100 * confidence:g}% CI [{lo_ci:.6f}, {hi_ci:.6f}]  ({sim_s:.2f}s)",
@@ -352,9 +403,13 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
           f"{'inside' if inside else 'OUTSIDE'} the interval", file=out)
     planned = container.meta.get("planned_mean_scp")
     if planned is not None:
+        try:
+            planned_eps = _fmt_eps(np.asarray(json.loads(container.meta.get("planned_eps"))))
+        except (TypeError, ValueError):
+            planned_eps = container.meta.get("planned_eps")
         print(f"planner's prediction stored in the artifact: {float(planned):.6f} at eps "
-              f"{container.meta.get('planned_eps')} on {container.meta.get('planning_points')} "
-              f"planning points", file=out)
+              f"{planned_eps} on {container.meta.get('planning_points')} planning points",
+              file=out)
     return {"rate": p, "ci": (lo_ci, hi_ci), "predicted": float(pred.mean()),
             "inside": inside, "same": same, "clean": clean}
 
@@ -383,7 +438,7 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
     lo, hi = (float(v) for v in wilson_interval(int(res.same.sum()), total, confidence))
     label = artifact if isinstance(artifact, str) else "<artifact>"
     print(f"simulate {label}: {container.kind} on {name} ({len(X)} points x {trials} trials, "
-          f"eps = {eps} at the {device.default_site} site, seed {seed})", file=out)
+          f"eps = {_fmt_eps(eps)} at the {device.default_site} site, seed {seed})", file=out)
     print(f"simulated same-classification rate: {p:.6f}  {100 * confidence:g}% CI "
           f"[{lo:.6f}, {hi:.6f}]  ({sim_s:.2f}s)", file=out)
     if res.accuracy is not None:
@@ -418,7 +473,11 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     print(f"onnxruntime labels == device labels on clean and noisy received bits: {agree}",
           file=out)
     r = device.resources()
-    print(f"resources: {r}", file=out)
+    ops = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in r["ops_per_inference"].items()
+                    if k != "total")
+    print(f"resources: {r['total_bits']} received bits per inference, flash {r['flash_bytes']} B "
+          f"(parameters {r['parameter_bytes']} B), RAM {r['ram_bytes']} B per inference; "
+          f"operations per inference {r['ops_per_inference']['total']} ({ops})", file=out)
     print(f"\n== 3. simulate: {trials} noisy transmissions per point ==", file=out)
     sim = run_simulate(out_dir / "house_votes.edgc", 0.2, trials, dataset="house_votes",
                        stream=out)
@@ -439,11 +498,13 @@ def register(sub):
         "print none / uniform / greedy with certified 1-SCP figures.")
     pl.add_argument("data", help="bundled dataset name (house_votes, nltcs, dna) or a CSV path "
                     "(.csv or .csv.gz: binary 0/1 columns, a 'class' column, optional 'split')")
-    pl.add_argument("--eps", required=True, help="channel flip probability: one number or "
-                    "a comma list, one per feature")
+    pl.add_argument("--eps", required=True, help="channel flip probability in [0, 0.5): one "
+                    "number or a comma list, one per feature")
     g = pl.add_mutually_exclusive_group(required=True)
-    g.add_argument("--budget", type=int, help="redundancy bits to spend (even)")
-    g.add_argument("--R", type=int, help="budget as 2 n R bits (R units per feature on average)")
+    g.add_argument("--budget", type=nonnegative_int, help="redundancy bits to spend (even: one "
+                   "repetition unit adds 2 copies of a feature)")
+    g.add_argument("--R", type=nonnegative_int, help="budget as 2 n R bits (R repetition units "
+                   "per feature on average)")
     pl.add_argument("--method", default="auto", choices=["auto", "exact", "grid", "approx",
                                                          "bounds"],
                     help="how candidate gains are computed. exact: exact feature influences "
@@ -451,13 +512,13 @@ def register(sub):
                     "flip-sum law per point, any n (thousands of features). approx: the seed's "
                     "Algorithm 1, every candidate evaluated (slow beyond a few dozen features). "
                     "bounds: the certified lower bound, every candidate evaluated (slow). "
-                    "auto (default): exact up to 20 features, grid above; the choice is "
+                    "auto: exact up to 20 features, grid above; the choice is "
                     "printed. Every plan is certified afterwards (exact up to 24 features, "
-                    "scp_bounds above).")
-    pl.add_argument("--resolution", type=int, default=None,
-                    help="grid cells per point for --method grid (power of two, default 2048)")
-    pl.add_argument("--alpha", type=float, default=1.0, help="Laplace smoothing")
-    pl.add_argument("--target", default="class", help="label column of a CSV (default 'class')")
+                    "scp_bounds above). Default: auto")
+    pl.add_argument("--resolution", type=positive_int, default=None,
+                    help="grid cells per point for --method grid (a power of two; default 2048)")
+    pl.add_argument("--alpha", type=float, default=1.0, help="Laplace smoothing (> 0)")
+    pl.add_argument("--target", default="class", help="label column of a CSV")
     pl.add_argument("--positive", help="for a CSV whose label has more than two values: the "
                     "value planned as class 1 against all the others")
     pl.add_argument("--ignore", default="", help="comma list of CSV columns to leave out "
@@ -465,10 +526,11 @@ def register(sub):
     pl.add_argument("--fit-split", default="train", help="rows to fit on when the data has "
                     "a split (train/valid/test/all)")
     pl.add_argument("--plan-split", default="test", help="rows to plan on when the data has "
-                    "a split")
-    pl.add_argument("--max-points", type=int, help="plan on at most this many points")
-    pl.add_argument("--out", help="write the device container here")
-    pl.add_argument("--onnx", help="write the ONNX graph here")
+                    "a split (train/valid/test/all)")
+    pl.add_argument("--max-points", type=positive_int, help="plan on at most this many points "
+                    "(default: every row of the planning split)")
+    pl.add_argument("--out", help="write the device container here (.edgc)")
+    pl.add_argument("--onnx", help="write the ONNX graph here (.onnx)")
     pl.add_argument("--plan-out", help="write the full plan here: .csv (one row per feature) or "
                     ".json (with the certified interval)")
     pl.set_defaults(func=_cmd_plan)
@@ -477,40 +539,54 @@ def register(sub):
                        "(protected NB: next to the SCP predicted for it)")
     s.add_argument("artifact", help="device container ('edgecode plan/ecoc/hash --out'); "
                    "ECOC and SSBC flip their intermediate results (learner outputs, code bits)")
-    s.add_argument("--eps", required=True, help="channel flip probability (one or per feature)")
-    s.add_argument("--trials", type=int, default=10000)
+    s.add_argument("--eps", required=True, help="channel flip probability in [0, 0.5) (one, "
+                   "or one per feature)")
+    s.add_argument("--trials", type=positive_int, default=10000,
+                   help="noisy transmissions per point")
     s.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
                    "dataset recorded in the artifact)")
     s.add_argument("--split", default="test", help="rows to use when the data has a split")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--confidence", type=float, default=0.99)
-    s.add_argument("--max-points", type=int)
+    s.add_argument("--seed", type=int, default=0, help="random seed of the channel")
+    s.add_argument("--confidence", type=open_unit, default=0.99,
+                   help="level of the interval of the simulated rate")
+    s.add_argument("--max-points", type=positive_int, help="use at most this many points "
+                   "(default: all)")
     s.set_defaults(func=_cmd_simulate)
 
 
 def _cmd_plan(args):
     from edgecode import datasets
+    if args.budget is not None and args.budget % 2:
+        raise UsageError(f"--budget must be even: one repetition unit adds 2 copies of a "
+                         f"feature; got {args.budget}")
+    if not (args.alpha > 0 and np.isfinite(args.alpha)):
+        raise UsageError(f"--alpha must be a finite number > 0; got {args.alpha}")
+    if args.resolution is not None and args.resolution & (args.resolution - 1):
+        raise UsageError(f"--resolution must be a power of two; got {args.resolution}")
+    _parse_eps(args.eps)                       # a bad value is refused before any work
     ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
     data = datasets.load(args.data, target=args.target, positive=args.positive, ignore=ignore)
     n = data.X.shape[1]
     budget = args.budget if args.budget is not None else 2 * n * args.R
-    if args.max_points is not None and args.max_points < 1:
-        raise ValueError(f"--max-points must be >= 1; got {args.max_points}")
+    ref, options = args.data, {}
+    if args.data not in datasets.NAMES:
+        ref = str(Path(args.data).resolve())
+        options = {k: v for k, v in (("target", args.target), ("positive", args.positive),
+                                     ("ignore", ignore)) if v not in (None, "class", [])}
     run_plan(data, _parse_eps(args.eps, n), budget, method=args.method, alpha=args.alpha,
              out=args.out, onnx_out=args.onnx, fit_split=args.fit_split,
              plan_split=args.plan_split, max_points=args.max_points, plan_out=args.plan_out,
-             resolution=args.resolution)
+             resolution=args.resolution, dataset_ref=ref, dataset_options=options)
 
 
 def _cmd_simulate(args):
     from firmware_sim.artifact import read_container
+    eps = _parse_eps(args.eps)
     data = args.data
     if data is None:
         data = read_container(args.artifact).meta.get("dataset")
         if data is None:
-            raise SystemExit("error: the artifact records no dataset; pass --data")
-    if args.trials <= 0:
-        raise SystemExit("error: --trials must be positive")
-    run_simulate(args.artifact, _parse_eps(args.eps), args.trials, dataset=data,
+            raise UsageError("the artifact records no dataset; pass --data")
+    run_simulate(args.artifact, eps, args.trials, dataset=data,
                  split=args.split, seed=args.seed, confidence=args.confidence,
                  max_points=args.max_points)

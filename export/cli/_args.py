@@ -1,0 +1,132 @@
+"""Argument types, help formatting and early checks shared by every sub-command.
+
+One rule for the whole CLI: a usage error (a bad option value, an output
+path that cannot be written, data that does not fit the artifact) is
+reported as one ``error: ...`` line on stderr with exit status 2, before any
+computation where it can be known up front. :class:`UsageError` carries
+such errors from the sub-command modules to :func:`export.cli.main`.
+"""
+
+import argparse
+import math
+import os
+from pathlib import Path
+
+__all__ = ["UsageError", "HelpFormatter", "positive_int", "nonnegative_int", "probability",
+           "open_unit", "flip_probability", "check_output_file", "check_output_dir",
+           "OUTPUT_FILE_OPTIONS", "plain"]
+
+
+class UsageError(ValueError):
+    """A usage error found by a sub-command (exit status 2, one ``error:`` line)."""
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` that shows every option's default (except None and False,
+    which mean "not given") and keeps the description's paragraphs."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "%(default)" in text or "default" in text.lower():
+            return text
+        if action.default is None or action.default is False or action.required or \
+                action.default == argparse.SUPPRESS:
+            return text
+        if not action.option_strings and action.nargs not in (argparse.OPTIONAL,
+                                                              argparse.ZERO_OR_MORE):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def plain(text):
+    """Help text without reStructuredText markup (double back-quotes)."""
+    return str(text).replace("``", "'")
+
+
+def _number(text, what, conv):
+    try:
+        value = conv(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}") from None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be {what}; got {text!r}")
+    return value
+
+
+def positive_int(text):
+    """An int >= 1 (argparse type)."""
+    v = _number(text, "an integer >= 1", int)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1; got {text!r}")
+    return v
+
+
+def nonnegative_int(text):
+    """An int >= 0 (argparse type)."""
+    v = _number(text, "an integer >= 0", int)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}")
+    return v
+
+
+def probability(text):
+    """A float in [0, 1] (argparse type)."""
+    v = _number(text, "a number in [0, 1]", float)
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1]; got {text!r}")
+    return v
+
+
+def open_unit(text):
+    """A float in (0, 1) (argparse type: confidence levels, fractions)."""
+    v = _number(text, "a number in (0, 1)", float)
+    if not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1); got {text!r}")
+    return v
+
+
+def flip_probability(value, what="--eps"):
+    """Check one channel flip probability: a finite float in [0, 1/2)."""
+    v = float(value)
+    if not (math.isfinite(v) and 0.0 <= v < 0.5):
+        raise UsageError(f"{what} must be in [0, 0.5) (a flip probability; 0.5 carries no "
+                         f"information); got {value!r}")
+    return v
+
+
+#: (attribute, option) of every sub-command option that names an output file.
+OUTPUT_FILE_OPTIONS = (("out", "--out"), ("onnx", "--onnx"), ("plan_out", "--plan-out"),
+                       ("json_path", "--json"), ("plot_path", "--plot"))
+
+
+def check_output_file(path, option):
+    """Refuse an output file that cannot be written, before any work is done:
+    its folder must exist and be writable, and the path must not be a folder."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{option} {path!s} is a directory; give a file name")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path!s}: no directory {parent!s} (create it first)")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise UsageError(f"{option} {path!s}: not writable")
+    return p
+
+
+def check_output_dir(path, option):
+    """An output folder: it may exist (then it must be a writable folder) or be
+    created, but only inside an existing folder (no silent ``mkdir -p``)."""
+    p = Path(path)
+    if p.exists():
+        if not p.is_dir():
+            raise UsageError(f"{option} {path!s} exists and is not a directory")
+        if not os.access(p, os.W_OK):
+            raise UsageError(f"{option} {path!s}: not writable")
+        return p
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path!s}: its parent {parent!s} does not exist (create "
+                         "it first)")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{option} {path!s}: cannot create it in {parent!s} (not writable)")
+    return p
