@@ -119,7 +119,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     out = stream or sys.stdout
     trials = max(50, min(int(trials), 500))
     t0 = time.perf_counter()
-    print(f"== campaign: house votes, 32 redundancy bits, burst vs independent noise at the "
+    print(f"\n== 5/6 Campaign: house votes, 32 redundancy bits, burst vs independent noise at the "
           f"same mean flip rate 0.1 ({trials} trials per point) ==", file=out)
     d, devices = house_votes_devices()
     rows = compare_channels(d, devices, flip_rates=(0.1,), trials=trials, seed=0)

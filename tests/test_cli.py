@@ -52,7 +52,11 @@ def test_demo_runs_end_to_end(tmp_path):
     buf = io.StringIO()
     res = run_demo(tmp_path, trials=300, stream=buf)
     assert res["onnx_agrees"]
-    assert "predicted mean SCP" in buf.getvalue()
+    text = buf.getvalue()
+    assert "predicted mean SCP" in text
+    # the stages are numbered as the README lists them
+    assert [ln.split()[1] for ln in text.splitlines() if ln.startswith("== ")] == \
+        [f"{k}/6" for k in range(1, 7)]
     wide = res["stages"]["naive_bayes"]["wide_plan"]["plan"]
     assert wide.method == "grid" and wide.certified_by == "bounds"
     assert wide.scp_lower <= wide.mean_scp <= wide.scp_upper

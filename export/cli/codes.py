@@ -84,7 +84,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
     out = stream or sys.stdout
     out_dir = Path(out_dir)
-    print("== ECOC coding matrices for 10 classes: quality of a few designs ==", file=out)
+    print("\n== 2/6 Coding matrices: quality of a few designs for 10 classes ==", file=out)
     designs = [
         ("one_vs_all", {}, 2, None),
         ("dense_random", {"n_draws": 100}, 2, None),

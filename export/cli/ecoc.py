@@ -135,7 +135,8 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
     out = stream or sys.stdout
     out_dir = Path(out_dir)
-    print("\n== ECOC: digits, N-ary (N = 3) decision trees and a binary linear SVM code ==",
+    print("\n== 3/6 ECOC ensembles: digits, N-ary (N = 3) decision trees and a binary linear "
+          "SVM code ==",
           file=out)
     results = {}
     X, y, _, _ = load_table("digits")

@@ -111,7 +111,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     from export.firmware import toolchain_missing
 
     out = stream or sys.stdout
-    print("\n== Firmware: the planned naive Bayes model as C99, built and checked ==",
+    print("\n== 6/6 Firmware: the planned naive Bayes model as C99, built and checked ==",
           file=out)
     art = Path(out_dir) / "house_votes.edgc"
     missing = toolchain_missing("host")

@@ -145,7 +145,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     out = stream or sys.stdout
     out_dir = Path(out_dir)
     t0 = time.perf_counter()
-    print("\n== SSBC: streaming spectral binary codes on the 8x8 digits (1437 database, "
+    print("\n== 4/6 SSBC: streaming spectral binary codes on the 8x8 digits (1437 database, "
           "360 queries) ==", file=out)
     res = run_hash("digits", method="ssbc-center", bits=32, anchors=256, sketch=64,
                    out=out_dir / "digits_ssbc.edgc", onnx_out=out_dir / "digits_ssbc.onnx",

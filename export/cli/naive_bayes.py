@@ -455,10 +455,11 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
     out = stream or sys.stdout
     out_dir = Path(out_dir)
-    print("== 1. plan: house votes, naive Bayes, eps = 0.2, 32 redundancy bits ==", file=out)
+    print("== 1/6 Protected naive Bayes ==", file=out)
+    print("-- plan: house votes, eps = 0.2, 32 redundancy bits", file=out)
     res = run_plan("house_votes", 0.2, 32, out=out_dir / "house_votes.edgc",
                    onnx_out=out_dir / "house_votes.onnx", stream=out)
-    print("\n== 2. device: load the container, compare with onnxruntime ==", file=out)
+    print("\n-- device: load the container, compare with onnxruntime", file=out)
     device = load_protected_nb(out_dir / "house_votes.edgc")
     X = res["data"].X
     bits = device.transmit(X)
@@ -478,12 +479,12 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     print(f"resources: {r['total_bits']} received bits per inference, flash {r['flash_bytes']} B "
           f"(parameters {r['parameter_bytes']} B), RAM {r['ram_bytes']} B per inference; "
           f"operations per inference {r['ops_per_inference']['total']} ({ops})", file=out)
-    print(f"\n== 3. simulate: {trials} noisy transmissions per point ==", file=out)
+    print(f"\n-- simulate: {trials} noisy transmissions per point", file=out)
     sim = run_simulate(out_dir / "house_votes.edgc", 0.2, trials, dataset="house_votes",
                        stream=out)
-    print("\n== 4. NLTCS: 15 features, 3236 test points, 15 redundancy units ==", file=out)
+    print("\n-- NLTCS: 15 features, 3236 test points, 15 redundancy units", file=out)
     run_plan("nltcs", 0.2, 30, stream=out)
-    print("\n== 5. at scale: Statlog DNA, 180 features, 3186 points, 60 redundancy bits ==",
+    print("\n-- at scale: Statlog DNA, 180 features, 3186 points, 60 redundancy bits",
           file=out)
     wide = run_plan("dna", 0.2, 60, stream=out, plan_out=out_dir / "dna_plan.json")
     return {"plan": res, "simulate": sim, "onnx_agrees": agree, "wide_plan": wide}
