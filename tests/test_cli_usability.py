@@ -182,3 +182,31 @@ def test_demo_out_is_created_only_inside_an_existing_folder(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path / "a" / "b"), "--trials", "5"]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "a").exists()
+
+
+def test_help_and_argument_errors_import_no_heavy_library():
+    """`edgecode --help` and argparse errors answer without scikit-learn, numba,
+    onnx or onnxruntime (they are imported by the commands that use them)."""
+    import subprocess
+    import sys
+    code = ("import sys\nimport export.cli as c\np = c._build_parser()\n"
+            "p.format_help()\n"
+            "[s.format_help() for s in p._subparsers._group_actions[0].choices.values()]\n"
+            "heavy = [m for m in ('sklearn', 'numba', 'onnx', 'onnxruntime', 'scipy') "
+            "if m in sys.modules]\nprint(','.join(heavy))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"imported for --help: {res.stdout.strip()}"
+
+
+def test_static_choice_names_match_their_registries():
+    from edgecode import datasets
+    from edgecode.ecoc import DESIGNS
+    from export.cli import _names
+    from export.firmware import TARGETS
+    from firmware_sim.faults import FAULTS
+    assert _names.DESIGNS == tuple(DESIGNS)
+    assert _names.FAULTS == tuple(sorted(FAULTS))
+    assert _names.TARGETS == tuple(sorted(TARGETS))
+    assert _names.BINARY_DATASETS == tuple(datasets.NAMES)

@@ -16,8 +16,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from firmware_sim.artifact import ContainerError
-
 from ._args import (OUTPUT_FILE_OPTIONS, HelpFormatter, UsageError, check_output_dir,
                     check_output_file, plain, positive_int)
 
@@ -121,6 +119,9 @@ def main(argv=None):
     (one ``error:`` line on stderr); 130: interrupted (Ctrl-C).
     """
     args = _build_parser().parse_args(argv)
+    # imported after parsing: --help and argument errors need no numerical library
+    from firmware_sim.errors import ContainerError
+
     try:
         _check_outputs(args)
         args.func(args)

@@ -253,7 +253,7 @@ def register(sub):
     c.add_argument("artifact", help="device container: protected_nb ('edgecode plan --out'), "
                    "ecoc ('edgecode ecoc --out') or ssbc with a code table "
                    "('edgecode hash --out')")
-    from firmware_sim.faults import FAULTS
+    from ._names import FAULTS
 
     c.add_argument("--fault", required=True, choices=sorted(FAULTS),
                    help="bsc: independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "

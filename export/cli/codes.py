@@ -120,7 +120,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``codes`` sub-command to ``sub`` (argparse subparsers)."""
-    from edgecode.ecoc import DESIGNS
+    from ._names import DESIGNS
 
     p = sub.add_parser("codes", help="build an ECOC coding matrix, report its quality, save it")
     p.add_argument("design", choices=list(DESIGNS), help="coding design")

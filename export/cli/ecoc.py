@@ -172,7 +172,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``ecoc`` sub-command to ``sub`` (argparse subparsers)."""
-    from edgecode.ecoc import DESIGNS
+    from ._names import DESIGNS
 
     p = sub.add_parser("ecoc", help="train an ECOC ensemble, export it, simulate noisy learners")
     p.add_argument("data", help=f"bundled set ({', '.join(BUNDLED)}) or a CSV path (numeric "

@@ -124,7 +124,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 
 def register(sub):
     """Add the ``firmware`` sub-command to ``sub`` (argparse subparsers)."""
-    from export.firmware import TARGETS
+    from ._names import TARGETS
 
     f = sub.add_parser("firmware", help="write the C99 firmware of an artifact (and build, "
                        "measure and check it)")
