@@ -70,7 +70,7 @@ def test_onnx_equals_device_on_clean_and_noisy_bits(house, tmp_path):
 
 def test_onnx_graph_by_hand_small_model():
     # 2 features, r = (1, 0): bits = [f0 f0 f0 f1]
-    model = protected_nb_to_onnx(np.array([5, -3]), -1, np.array([1, 0]))
+    model = protected_nb_to_onnx(np.array([5, -3]), -1, np.array([1, 0]), input="bits")
     sess = _session(model)
     bits = np.array([[1, 1, 0, 0], [1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 1, 1]], np.uint8)
     label, dec = sess.run(None, {"bits": bits})
