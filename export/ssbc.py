@@ -267,7 +267,7 @@ def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", out
             _c("axis2", [2]), _c("row_shape", [0, -1]),
             _c("slice_0", [0]), _c("slice_k", [k]),
             _c("class_ids", np.arange(nc, dtype=np.int64).reshape(1, 1, nc)),
-            _c("knn_k", [kk]), _c("first", 0),
+            _c("knn_k", [kk]),
         ]
         nodes += [
             # unpack the stored codes (T, ceil(k / 8)) bytes, LSB first -> (T, k) bits
@@ -305,7 +305,7 @@ def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", out
                 raise ValueError(f"classes must name the {nc} classes of the table; got "
                                  f"{len(classes)}")
             cl_init, cl_type, cl_list = class_labels_initializer("class_labels", classes)
-            inits.append(cl_init)
+            inits += [cl_init, _c("first", 0)]
             nodes += [
                 N("ArgMax", ["votes"], ["label_index"], axis=1, keepdims=0,
                   select_last_index=0),

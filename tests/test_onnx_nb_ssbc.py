@@ -54,6 +54,11 @@ def _wide_tables(model, small=32):
     return out
 
 
+def _unused_initializers(model):
+    used = {i for n in model.graph.node for i in n.input}
+    return [t.name for t in model.graph.initializer if t.name not in used]
+
+
 # -- SSBC ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -194,6 +199,7 @@ def test_ssbc_onnx_at_most_1_5x_container(digits, n_bits, m, table):
         size = len(ex.onnx_model.SerializeToString())
         assert size <= 1.5 * len(ex.container), (size, len(ex.container))
         assert _wide_tables(ex.onnx_model) == []      # no wide copies of big tables
+        assert _unused_initializers(ex.onnx_model) == []
         stored = {t.name for t in ex.onnx_model.graph.initializer}
         assert "anchors_T" not in stored and "table_not_T" not in stored
     # still bit-exact after the compaction
@@ -298,6 +304,7 @@ def test_nb_features_graph_equals_device(votes, input_dtype):
         assert_array_equal(label, want_label[rows])
         assert_array_equal(decision, inf.decision["accumulator"][rows])
     assert_array_equal(want_label[:len(d.X)], nb.predict(d.X))
+    assert _unused_initializers(model) == []
     meta = _meta(model)
     assert meta["classes"] == nb.classes_.tolist() and meta["input_dtype"] == input_dtype
     assert meta["format_version"] == 2 and meta["threshold"] == 0.5
@@ -347,6 +354,7 @@ def test_nb_bits_graph_still_available(votes):
             assert_array_equal(label, nb.classes_[inf.labels])
             assert_array_equal(decision, inf.decision["accumulator"])
     assert _wide_tables(ex.onnx_model) == []
+    assert _unused_initializers(ex.onnx_model) == []
 
 
 def test_nb_random_models():
