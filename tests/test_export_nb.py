@@ -48,7 +48,7 @@ def test_onnx_equals_device_on_clean_and_noisy_bits(house, tmp_path):
     r = rng.integers(0, 4, 16)
     out = export_protected_nb(nb, r, container_path=tmp_path / "m.edgc",
                               onnx_path=tmp_path / "m.onnx", X_check=d.X,
-                              meta={"planned_mean_scp": 0.9})
+                              meta={"planned_mean_scp": 0.9}, onnx_input="bits")
     onnx.checker.check_model(onnx.load(tmp_path / "m.onnx"), full_check=True)
     device = load_protected_nb(tmp_path / "m.edgc")
     assert read_container(tmp_path / "m.edgc").meta["planned_mean_scp"] == 0.9 or \

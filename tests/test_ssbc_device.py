@@ -34,7 +34,8 @@ def test_onnx_bits_and_labels_equal_the_device(fitted, tmp_path):
     extra = np.vstack([rng.uniform(-40, 60, (50, 64)), np.full((2, 64), 1e6),
                        X[1200:1210] + 0.5])     # out-of-range inputs clip; half steps round
     Xq = np.vstack([X[1200:], extra]).astype(np.float32)
-    bits, label = _session(ex.onnx_model).run(None, {"X": Xq})
+    # by name: the same with either output layout (digits' labels are their indices)
+    bits, label = _session(ex.onnx_model).run(["bits", "label"], {"X": Xq})
     assert bits.dtype == np.uint8 and label.dtype == np.int64
     assert_array_equal(bits, dev.bits(Xq))
     assert_array_equal(label, dev.predict(Xq))
