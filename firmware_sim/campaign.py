@@ -242,10 +242,8 @@ def _finisher(device, site):
     if type(device) is ProtectedNBDevice:          # unchecked: rows come from encode
         reps, w, bias = device._reps, device._w, device.bias
 
-        def predict(bits, _buf=[np.empty(0, np.int64)]):
-            if _buf[0].shape[0] < bits.shape[0]:
-                _buf[0] = np.empty(bits.shape[0], np.int64)
-            out = _buf[0][:bits.shape[0]]
+        def predict(bits):
+            out = np.empty(bits.shape[0], np.int64)        # per call: threads share this
             _decode_accumulate(bits, reps, w, bias, out)
             return (out > 0).astype(np.int64)
         return predict
@@ -331,7 +329,7 @@ def _labels(a, t, name):
 
 
 def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_state=0, y=None,
-                 site=None, confidence=0.99, progress=None):
+                 site=None, confidence=0.99, progress=None, n_jobs=None, client=None):
     """Sweep a fault parameter; at each value run every point ``n_trials`` times.
 
     Parameters
@@ -368,6 +366,15 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
         Confidence level of the Wilson intervals.
     progress : callable, optional
         Called as ``progress(k, len(grid), point)`` after each grid value.
+    n_jobs : int, optional
+        Threads for bit faults (None: numba's thread count; -1: every CPU).
+        Each batch of (point, trial) rows has its own seed, so the result is
+        the same for any ``n_jobs``.
+    client : dask.distributed.Client or str, optional
+        Run the batches on a Dask cluster (a client, or a scheduler address
+        such as ``"tcp://host:8786"``): same result as a local run
+        (:mod:`firmware_sim.distributed`; needs ``pip install
+        'edgecode[distributed]'``).
 
     Returns
     -------
@@ -428,14 +435,20 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
 
     points = []
     for k, (value, f) in enumerate(zip(grid, faults)):
-        rng = np.random.default_rng(children[k])
         t0 = time.perf_counter()
         if image:
+            rng = np.random.default_rng(children[k])
             same, correct, refused = _image_point(device, frames, clean, y, f, rng, n_trials,
                                                   site)
             ci_n = n_trials
+        elif client is not None:
+            from .distributed import bits_point_on_cluster
+            same, correct = bits_point_on_cluster(client, device, X, y, f, children[k],
+                                                  n_trials, site)
+            refused, ci_n = 0, t * n_trials
         else:
-            same, correct = _bits_point(device, stream, clean, y, f, rng, n_trials, n_sym, site)
+            same, correct = _bits_point(device, stream, clean, y, f, children[k], n_trials,
+                                        n_sym, site, n_jobs)
             refused, ci_n = 0, t * n_trials
         elapsed = time.perf_counter() - t0
         total = t * n_trials
@@ -486,28 +499,88 @@ def _batches(t, n_trials, width):
         yield start, min(step, rows_total - start)
 
 
-def _bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2, site="wire"):
-    """Bit faults: batches of (point, trial) rows of the clean stream ``tx`` through
-    the fault and the rest of the device; for additive faults the fast paths
-    consume the error masks without building the noisy rows (same draws, same
-    counts)."""
+def _bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site="wire", n_jobs=None):
+    """Bit faults at one grid value: batches of (point, trial) rows of the clean
+    stream ``tx`` through the fault and the rest of the device.
+
+    Batch b draws its faults from ``default_rng(seed.spawn(n_batches)[b])``:
+    a seed per fixed batch, never per thread, so the counts are the same for
+    any ``n_jobs`` (and on a Dask cluster, :mod:`firmware_sim.distributed`).
+    Returns ``(same, correct or None)``, int64 counts per point.
+    """
+    run = _batch_runner(device, tx, clean, y, fault, n_trials, n_sym, site)
+    return _seeded_batches(run, tx, y, seed, n_trials, n_jobs)
+
+
+def _plain_bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site="wire",
+                      n_jobs=None):
+    """:func:`_bits_point` on the plain path only (the fast paths' reference)."""
+    run = _plain_runner(device, tx, clean, y, fault, n_trials, n_sym, site)
+    return _seeded_batches(run, tx, y, seed, n_trials, n_jobs)
+
+
+def _seeded_batches(run, tx, y, seed, n_trials, n_jobs):
+    t, width = tx.shape
+    batches = list(_batches(t, n_trials, width))
+    seeds = _as_seed(seed).spawn(len(batches))
+    same, correct = _run_batches(run, batches, seeds, t, n_jobs)
+    return same, (None if y is None else correct)
+
+
+def _as_seed(seed):
+    """A ``SeedSequence`` from a SeedSequence, an int, None or a Generator (which
+    gives one draw)."""
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(int(seed.integers(0, 2**63 - 1)))
+    return np.random.SeedSequence(check_random_state(seed).integers(0, 2**63 - 1)
+                                  if seed is None else int(seed))
+
+
+def _batch_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
+    """``run(start, nrows, rng, same, correct)`` for one batch of this fault and
+    device: the fast paths for additive faults consume the error masks without
+    building the noisy rows (same draws, same counts as the plain path)."""
     if fault.additive:
         if site == "wire" and type(device) is ProtectedNBDevice and _nb_copies_agree(device, tx):
-            return _nb_additive_point(device, tx, clean, y, fault, rng, n_trials)
+            return _nb_additive_runner(device, tx, clean, y, fault, n_trials)
         if site == "intermediate" and type(device) is ECOCDevice:
             if n_sym == 2:
-                return _ecoc_additive_point(device, tx, clean, y, fault, rng, n_trials)
-            return _symbol_point(device, tx, clean, y, fault, rng, n_trials, n_sym)
-    return _plain_bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym, site)
+                return _ecoc_additive_runner(device, tx, clean, y, fault, n_trials)
+            return _symbol_runner(device, tx, clean, y, fault, n_trials, n_sym)
+    return _plain_runner(device, tx, clean, y, fault, n_trials, n_sym, site)
 
 
-def _plain_bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2, site="wire"):
+def _run_batches(run, batches, seeds, t, n_jobs=None):
+    """Run ``batches[i]`` with ``default_rng(seeds[i])``; sums of the per-point
+    counts. Threads (``n_jobs``) take contiguous ranges of batches, each with
+    its own counters: integer sums, so the result does not depend on them."""
+    from ._parallel import n_threads, run_ranges
+
+    def work(a, b):
+        same = np.zeros(t, np.int64)
+        correct = np.zeros(t, np.int64)
+        for i in range(a, b):
+            start, nrows = batches[i]
+            run(start, nrows, np.random.default_rng(seeds[i]), same, correct)
+        return same, correct
+
+    parts = run_ranges(work, 0, len(batches), n_threads(n_jobs))
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    for s, c in parts:
+        same += s
+        correct += c
+    return same, correct
+
+
+def _plain_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
     """The plain path: build every noisy row and run the rest of the device on it."""
     t, width = tx.shape
     predict = _finisher(device, site)
-    same = np.zeros(t, np.int64)
-    correct = None if y is None else np.zeros(t, np.int64)
-    for start, nrows in _batches(t, n_trials, width):
+
+    def run(start, nrows, rng, same, correct):
         point = np.arange(start, start + nrows, dtype=np.int64) // n_trials
         bits = tx.take(point, axis=0)
         _apply_wire_fault(fault, bits, rng, n_sym)
@@ -515,7 +588,7 @@ def _plain_bits_point(device, tx, clean, y, fault, rng, n_trials, n_sym=2, site=
         same += np.bincount(point[labels == clean[point]], minlength=t)
         if y is not None:
             correct += np.bincount(point[labels == y[point]], minlength=t)
-    return same, correct
+    return run
 
 
 def _nb_copies_agree(device, tx):
@@ -540,7 +613,7 @@ def _nb_pairs(device, width):
     return pair_word, pair_mask, feat_start.astype(np.int64)
 
 
-def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
+def _nb_additive_runner(device, tx, clean, y, fault, n_trials):
     """Protected NB under XOR noise: consume each batch's error masks
     (``_nb_outcomes``: a feature flips when more than r_j of its copies are in
     error); equal, trial for trial, to running the device loop on the noisy rows."""
@@ -552,17 +625,16 @@ def _nb_additive_point(device, tx, clean, y, fault, rng, n_trials):
     swing = (1 - 2 * dec8.astype(np.int64)) * device._w.astype(np.int64)[None, :]
     pair_word, pair_mask, feat_start = _nb_pairs(device, width)
     reps = device._reps.astype(np.int64)
-    same = np.zeros(t, np.int64)
-    correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
-    for start, nrows in _batches(t, n_trials, width):
+
+    def run(start, nrows, rng, same, correct):
         masks = fault.error_masks(nrows, width, rng)
         _nb_outcomes(masks, start, n_trials, pair_word, pair_mask, feat_start, reps, swing,
                      clean_acc, clean, y_arr, same, correct)
-    return same, (None if y is None else correct)
+    return run
 
 
-def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
+def _ecoc_additive_runner(ecoc, tx, clean, y, fault, n_trials):
     """Binary ECOC under XOR noise on the learner outputs: XOR each batch's error
     masks into the point's packed clean outputs and decode Hamming-nearest
     (``_ecoc_binary_outcomes``); equal, trial for trial, to decoding every
@@ -571,18 +643,17 @@ def _ecoc_additive_point(ecoc, tx, clean, y, fault, rng, n_trials):
     clean_words = np.empty((t, ecoc._code_bits.shape[1]), np.uint64)
     _pack(tx.astype(np.int16), clean_words)
     radius = flip_radius(doubled_distances(ecoc.code, tx), clean)
-    same = np.zeros(t, np.int64)
-    correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
-    for start, nrows in _batches(t, n_trials, width):
+
+    def run(start, nrows, rng, same, correct):
         masks = fault.error_masks(nrows, width, rng)
         _ecoc_binary_outcomes(masks, start, n_trials, clean_words, ecoc._code_bits,
                               ecoc._code_used, ecoc.unused, radius, clean, y_arr, same,
                               correct)
-    return same, (None if y is None else correct)
+    return run
 
 
-def _symbol_point(ecoc, tx, clean, y, fault, rng, n_trials, n_sym):
+def _symbol_runner(ecoc, tx, clean, y, fault, n_trials, n_sym):
     """N-ary ECOC: each event of the fault's masks replaces a symbol by a uniformly
     random other one; only the rows with events are re-decoded, by updating the
     clean doubled distances per event (``_ecoc_symbol_outcomes``). Same draws
@@ -598,16 +669,15 @@ def _symbol_point(ecoc, tx, clean, y, fault, rng, n_trials, n_sym):
     neq = (s[None, :, None] != code.T[:, None, :]) & used.T[:, None, :]     # (L, N, c)
     step = np.ascontiguousarray(2 * (neq[:, None, :, :].astype(np.int32)
                                      - neq[:, :, None, :]))                # (L, a, b, c)
-    same = np.zeros(t, np.int64)
-    correct = np.zeros(t, np.int64)
     y_arr = np.empty(0, np.int64) if y is None else y
     clean_dist = clean_dist.astype(np.int32)
-    dist = np.empty(code.shape[0], np.int32)
-    for start, nrows in _batches(t, n_trials, width):
+
+    def run(start, nrows, rng, same, correct):
         masks = fault.error_masks(nrows, width, rng)
+        dist = np.empty(code.shape[0], np.int32)          # scratch: one per batch (threads)
         _ecoc_symbol_outcomes(masks, start, n_trials, tx, step, clean_dist, n_sym,
                               _draw_seed(rng), radius, clean, y_arr, same, correct, dist)
-    return same, (None if y is None else correct)
+    return run
 
 
 def _image_point(device, frames, clean, y, fault, rng, n_trials, site="wire"):
@@ -653,7 +723,7 @@ def _faulty_labels(dev, frames, bit_faults, rng, site):
     return np.asarray(dev.finish(bits), np.int64)
 
 
-def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None):
+def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_jobs=None):
     """Run every point through a binary symmetric channel ``n_trials`` times.
 
     One engine for every model kind: ``frames = device.encode(X)``, each
@@ -678,6 +748,9 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None):
         True labels (class indices); ``correct`` then counts trials labelled ``y``.
     site : {"wire", "intermediate"}, optional
         Default ``device.default_site`` (see :mod:`firmware_sim.campaign`).
+    n_jobs : int, optional
+        Threads (None: numba's thread count; -1: every CPU); the result does
+        not depend on it.
 
     Returns
     -------
@@ -706,9 +779,8 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None):
     fault._check_width(stream.shape[1])
     if y is not None:
         y = _labels(_check_labels(y), t, "y")
-    rng = check_random_state(random_state)
-    same, correct = _plain_bits_point(device, stream, clean, y, fault, rng, n_trials, n_sym,
-                                      site)
+    same, correct = _bits_point(device, stream, clean, y, fault, _as_seed(random_state),
+                                n_trials, n_sym, site, n_jobs)
     eps_bits = np.full(stream.shape[1], fault.eps) if isinstance(fault.eps, float) \
         else np.array(fault.eps, np.float64)
     eps_bits.flags.writeable = False

@@ -10,7 +10,7 @@ import math
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _skip_positions(u, inv_log1mp, last, n, out):
     """Geometric skipping: positions of Bernoulli(p) successes in ``[0, n)``.
 
@@ -34,7 +34,7 @@ def _skip_positions(u, inv_log1mp, last, n, out):
     return count, last
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _majority_decode(bits, reps, out):
     """Feature-major majority vote: ``out[i, j] = (#ones in copies of j) > reps[j]``."""
     t = bits.shape[0]
@@ -50,7 +50,7 @@ def _majority_decode(bits, reps, out):
             out[i, j] = 1 if c > reps[j] else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _accumulate(X, weights, bias, out):
     """Integer log-odds ``out[i] = bias + sum_j X[i, j] * weights[j]`` (int64)."""
     t, n = X.shape
@@ -62,7 +62,7 @@ def _accumulate(X, weights, bias, out):
         out[i] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decode_accumulate(bits, reps, weights, bias, out):
     """Device inference on received bits: majority-decode each feature and,
     when it decodes to 1, add its weight; ``out[i]`` is the accumulator.

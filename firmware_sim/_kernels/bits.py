@@ -40,17 +40,17 @@ def _cttz(typingctx, x):
     return types.uint64(types.uint64), codegen
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _popcount64(x):
     return _ctpop(x)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _lowest_bit(x):
     return _cttz(x)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pack_bits(rows, out):
     """Non-zero entries of ``rows`` (t, L) as set bits of ``out`` (t, ceil(L / 64))."""
     one = np.uint64(1)

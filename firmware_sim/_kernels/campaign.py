@@ -19,7 +19,7 @@ from .faults import _uniform_below
 _ONE = np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _nb_outcomes(masks, row0, n_trials, pair_word, pair_mask, feat_start, reps, swing,
                  clean_acc, clean_label, y, same, correct):
     """Protected naive Bayes (repetition + majority, integer log-odds).
@@ -72,7 +72,7 @@ def _nb_outcomes(masks, row0, n_trials, pair_word, pair_mask, feat_start, reps, 
         correct[p] += s_corr
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ecoc_binary_outcomes(masks, row0, n_trials, clean_words, code, used, unused, radius,
                           clean_label, y, same, correct):
     """Binary ECOC: the noisy outputs are ``clean_words[p] ^ mask`` (packed like
@@ -111,7 +111,7 @@ def _ecoc_binary_outcomes(masks, row0, n_trials, clean_words, code, used, unused
             correct[p] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ecoc_symbol_outcomes(masks, row0, n_trials, clean_sym, step, clean_dist, n_sym, seed,
                           radius, clean_label, y, same, correct, dist):
     """N-ary ECOC: an event replaces the clean symbol by one of the other
@@ -169,7 +169,7 @@ def _ecoc_symbol_outcomes(masks, row0, n_trials, clean_sym, step, clean_dist, n_
             correct[p] += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _first_min(dist):
     """Index of the first minimum (select, not branch, per entry)."""
     best = dist[0]

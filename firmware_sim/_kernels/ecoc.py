@@ -19,7 +19,7 @@ from .bits import _pack_bits as _pack  # noqa: F401  (packed outputs: the shared
 from .bits import _popcount64
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _linear_scores(q, weights, bias, out):
     """``out[i, o] = bias[o] + sum_f q[i, f] * weights[f, o]`` in int64."""
     n, d = q.shape
@@ -34,7 +34,7 @@ def _linear_scores(q, weights, bias, out):
                     out[i, o] += v * np.int64(weights[f, o])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scores_to_symbols(scores, out_off, n_out, cls_off, n_cls, classes, sym):
     """One symbol per column: constant, sign (> 0 -> second class) or first argmax."""
     n, m = sym.shape
@@ -57,7 +57,7 @@ def _scores_to_symbols(scores, out_off, n_out, cls_off, n_cls, classes, sym):
                 sym[i, j] = classes[c0 + best]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
     """Walk one flattened tree per column on fixed-point inputs (left iff q <= threshold)."""
     n, m = sym.shape
@@ -72,7 +72,7 @@ def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
             sym[i, j] = leaf[node]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decode_packed(words, code, used, unused, labels):
     """Hamming-nearest binary codeword: ``2 popcount((w ^ c) & used) + unused``, first min."""
     n, w = words.shape
@@ -91,7 +91,7 @@ def _decode_packed(words, code, used, unused, labels):
         labels[i] = best
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _decode_symbols(sym, code, unused, labels):
     """Hamming-nearest N-ary codeword: ``2 #(used and unequal) + unused``, first min."""
     n, m = sym.shape

@@ -13,7 +13,7 @@ from numba import njit
 
 from .bits import _lowest_bit
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _splitmix_raw(state):
     """Advance a splitmix64 state (uint64 array of length 1); return 64 random bits."""
     z = state[0] + np.uint64(0x9E3779B97F4A7C15)
@@ -23,7 +23,7 @@ def _splitmix_raw(state):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _splitmix_next(state):
     """A uniform double in [0, 1) (53 random bits) from the splitmix64 stream."""
     return float(_splitmix_raw(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
@@ -33,7 +33,7 @@ def _splitmix_next(state):
 TABLE_BITS = 12
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _geometric_table(inv_log1mp, table):
     """Inversion table of ``floor(log(1 - u) / log(1 - p))``: ``table[b]`` is its
     value for every u in bin b (``[b, b + 1) / K``) when it is constant there,
@@ -49,7 +49,7 @@ def _geometric_table(inv_log1mp, table):
         table[b] = g_lo if g_lo == g_hi and g_lo < 2147483647 else -1   # int32 tables
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _geometric(state, inv_log1mp, tables, row):
     """Failures before the first success of Bernoulli(p): floor(log(1-U) / log(1-p)),
     by lookup in ``tables[row]`` for most U (see :func:`_geometric_table`), else
@@ -81,7 +81,7 @@ _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _lane_mask(lo, hi):
     """uint64 with bits lo .. hi - 1 set (0 <= lo < hi <= 64)."""
     width = hi - lo
@@ -89,7 +89,7 @@ def _lane_mask(lo, hi):
     return m << np.uint64(lo)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _eps_digits(eps, digits):
     """The exact binary expansion of a float eps in [0, 1) as word masks:
     ``digits[k]`` is all ones when digit k + 1 of eps is 1, else 0. Returns the
@@ -107,7 +107,7 @@ def _eps_digits(eps, digits):
     return last
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _bernoulli_word(lanes, digits, row, n_digits, state):
     """Independent Bernoulli(eps) bits on the set bits of ``lanes`` (others 0).
 
@@ -138,7 +138,7 @@ def _bernoulli_word(lanes, digits, row, n_digits, state):
     return flip
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sampler(probs):
     """Per probability p: ``1 / log(1 - p)``, its geometric inversion table
     and its binary digits (:func:`_eps_digits`), for :func:`_bernoulli_fill`."""
@@ -156,7 +156,7 @@ def _sampler(probs):
     return inv, tables, digits, n_digits
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cut_rows(flat, nrows, width, masks):
     """Cut the row-major bit stream ``flat`` (``nrows * width`` bits, bit k =
     bit k % 64 of word k // 64) into row-aligned masks: ``masks[i, w]`` bit b
@@ -179,7 +179,7 @@ def _cut_rows(flat, nrows, width, masks):
             masks[i, w] = v
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, seed, masks,
                            states):
     """Gilbert-Elliott error masks (layout of :func:`_cut_rows`).
@@ -259,7 +259,7 @@ def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, se
             pos = stop
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _xor_masks(bits, masks):
     """``bits ^= masks`` (0/1 uint8 rows (t, L), masks in the layout of :func:`_cut_rows`)."""
     n, L = bits.shape
@@ -272,7 +272,7 @@ def _xor_masks(bits, masks):
                 m &= m - _ONE
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _uniform_below(state, m):
     """Uniform integer in [0, m) for 1 <= m < 2**32 (multiply-shift with
     rejection: exactly uniform)."""
@@ -289,7 +289,7 @@ def _uniform_below(state, m):
     return np.int64(prod >> np.uint64(32))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _replace_symbols(frame, masks, n_sym, seed):
     """N-ary wire: every event of ``masks`` replaces that symbol of ``frame``
     ((t, L) uint8) by one of the other ``n_sym - 1`` symbols chosen uniformly;

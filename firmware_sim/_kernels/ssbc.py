@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _q15_exp_neg(dist, exp_mult, dist_clamp, lut):
     """Q15 affinity exp(-dist / sigma) of an int64 squared distance: the one copy of
     the device's exponential (clamp, Q16 exponent, table of 2^(-i/256) with linear
@@ -33,7 +33,7 @@ def _q15_exp_neg(dist, exp_mult, dist_clamp, lut):
     return w >> sh
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ssbc_bits(xq, aq, exp_mult, dist_clamp, lut, pq, thr, out):
     """Code bits (uint8 0/1) of the quantized inputs ``xq`` (N, d) into ``out`` (N, k)."""
     n, d = xq.shape
@@ -55,7 +55,7 @@ def _ssbc_bits(xq, aq, exp_mult, dist_clamp, lut, pq, thr, out):
             out[p, b] = 1 if acc[b] > thr[b] else 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _affinity_q15(xq, aq, exp_mult, dist_clamp, lut, out):
     """The Q15 affinities w_j of each input (N, m), same arithmetic as ``_ssbc_bits``."""
     n, d = xq.shape
@@ -69,7 +69,7 @@ def _affinity_q15(xq, aq, exp_mult, dist_clamp, lut, out):
             out[p, j] = _q15_exp_neg(dist, exp_mult, dist_clamp, lut)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _hamming_knn(codes, table, labels, k, n_classes, popcnt8, out_label, out_dist):
     """k-NN vote over a packed uint8 code table.
 
