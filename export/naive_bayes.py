@@ -230,7 +230,8 @@ def protected_nb_to_onnx(weights, bias, repetitions=None, *, input="features", c
 
 
 def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=None,
-                        X_check=None, meta=None, onnx_input="bits", onnx_input_dtype="float32"):
+                        X_check=None, meta=None, onnx_input="features",
+                        onnx_input_dtype="float32"):
     """Write a fitted BinaryNaiveBayes with its repetition plan as container and ONNX.
 
     Parameters

@@ -334,7 +334,7 @@ def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", out
 
 def export_ssbc(model, *, container_path=None, onnx_path=None, X_table=None, y_table=None,
                 knn_k=5, X_check=None, meta=None, onnx_input_dtype="float32",
-                onnx_outputs="legacy"):
+                onnx_outputs="labels"):
     """Write a fitted SSBC as an ``"ssbc"`` container and an ONNX graph.
 
     Parameters

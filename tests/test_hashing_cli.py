@@ -39,7 +39,7 @@ def test_hash_csv_with_split_and_baseline(tmp_path, capsys):
     _run(["hash", str(path), "--method", "itq", "--bits", "4"])
     text = capsys.readouterr().out
     assert "itq 4 bits on 90 database / 30 query" in text
-    with pytest.raises(ValueError, match="cannot be exported"):
+    with pytest.raises(ValueError, match="no device export"):
         _run(["hash", str(path), "--method", "lsh", "--bits", "4", "--out",
               str(tmp_path / "x.edgc")])
 

@@ -171,10 +171,11 @@ def test_ssbc_without_table_outputs_bits_only(ssbc, digits):
 
 
 def test_ssbc_legacy_layout_is_kept(ssbc, digits):
-    """The default of export_ssbc: ``bits`` then the class index ``label`` (what
+    """``onnx_outputs="legacy"``: ``bits`` then the class index ``label`` (what
     ``bits, label = sess.run(None, {"X": float32})`` callers unpack)."""
     X, y = digits
-    ex = export_ssbc(ssbc, X_table=X[:1000], y_table=DIGIT_NAMES[y[:1000]], knn_k=5)
+    ex = export_ssbc(ssbc, X_table=X[:1000], y_table=DIGIT_NAMES[y[:1000]], knn_k=5,
+                     onnx_outputs="legacy")
     names, run_ort, _ = _runtimes(ex.onnx_model)
     assert names == ["bits", "label"]
     assert ex.onnx_model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
@@ -336,11 +337,11 @@ def test_nb_string_labels_with_comma_and_binarize(votes):
 
 
 def test_nb_bits_graph_still_available(votes):
-    """The received-bits graph (the default of export_protected_nb): majority
-    decoding of noisy frames, now with the model's labels."""
+    """The received-bits graph (``onnx_input="bits"``): majority decoding of noisy
+    frames, now with the model's labels."""
     d, nb = votes
     r = np.random.default_rng(1).integers(0, 4, 16)
-    ex = export_protected_nb(nb, r, X_check=d.X)
+    ex = export_protected_nb(nb, r, X_check=d.X, onnx_input="bits")
     names, run_ort, run_ref = _runtimes(ex.onnx_model)
     assert [i.name for i in ex.onnx_model.graph.input] == ["bits"]
     dev = firmware_sim.load(ex.container)
@@ -396,3 +397,15 @@ def test_nb_export_option_errors(votes):
         export_protected_nb(nb, [0] * 16, onnx_input="X")
     with pytest.raises(ValueError, match="input_dtype must be one of"):
         export_protected_nb(nb, [0] * 16, onnx_input="features", onnx_input_dtype="int16")
+
+
+def test_export_defaults_take_features_and_give_labels_first(ssbc, digits, votes):
+    """What a user gets without options: raw features in, class labels first out."""
+    X, y = digits
+    ex = export_ssbc(ssbc, X_table=X[:500], y_table=DIGIT_NAMES[y[:500]], knn_k=3)
+    assert [o.name for o in ex.onnx_model.graph.output][0] == "label"
+    assert [i.name for i in ex.onnx_model.graph.input] == ["X"]
+    d, nb = votes
+    ex = export_protected_nb(nb, [1] * 16, X_check=d.X)
+    assert [i.name for i in ex.onnx_model.graph.input] == ["X"]
+    assert [o.name for o in ex.onnx_model.graph.output] == ["label", "decision"]

@@ -121,7 +121,27 @@ def _dask():
     return Client, LocalCluster
 
 
-def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch):
+def _cli_campaign(tmp_path, dev, *extra):
+    """same_per_point of `edgecode campaign` on house votes with ``extra`` options."""
+    import json
+
+    from export.cli import main
+    art = tmp_path / "hv.edgc"
+    art.write_bytes(dev.container.tobytes())
+    out = tmp_path / f"r{len(list(tmp_path.iterdir()))}.json"
+    assert main(["campaign", str(art), "--data", "house_votes", "--split", "all", "--fault",
+                 "bsc", "--set", "eps=0.1", "--trials", "3000", "--json", str(out),
+                 *extra]) == 0
+    return json.loads(out.read_text())["points"][0]["same_per_point"]
+
+
+def test_cli_jobs_give_the_same_counts(tmp_path, small_batches):
+    dev, _, _ = _nb()
+    assert _cli_campaign(tmp_path, dev, "--jobs", "2") == _cli_campaign(tmp_path, dev,
+                                                                         "--jobs", "1")
+
+
+def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch, tmp_path):
     Client, LocalCluster = _dask()
     from firmware_sim import distributed
 
@@ -139,6 +159,8 @@ def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch):
                                   y=y, client=client)
             by_address = run_campaign(dev, X, BSC(0.1), "eps", [0.2], n_trials=3000,
                                       random_state=3, y=y, client=cluster.scheduler_address)
+            cli_remote = _cli_campaign(tmp_path, dev, "--scheduler", cluster.scheduler_address)
+    assert cli_remote == _cli_campaign(tmp_path, dev, "--jobs", "1")
     for a, b in zip(local.points, remote.points):
         assert a.same_per_point == b.same_per_point and a.accuracy == b.accuracy
     # a one-value grid is child 0 of SeedSequence(3): the first value's counts

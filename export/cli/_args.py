@@ -12,7 +12,7 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["UsageError", "HelpFormatter", "positive_int", "nonnegative_int", "probability",
+__all__ = ["UsageError", "HelpFormatter", "jobs", "positive_int", "nonnegative_int", "probability",
            "open_unit", "flip_probability", "check_output_file", "check_output_dir",
            "OUTPUT_FILE_OPTIONS", "plain"]
 
@@ -66,6 +66,15 @@ def nonnegative_int(text):
     v = _number(text, "an integer >= 0", int)
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}")
+    return v
+
+
+def jobs(text):
+    """``--jobs``: -1 (every CPU) or an int >= 1 (argparse type)."""
+    v = _number(text, "-1 or an integer >= 1", int)
+    if v == 0 or v < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (every CPU) or an integer >= 1; "
+                                         f"got {text!r}")
     return v
 
 

@@ -35,6 +35,7 @@ first, and what a one-upset campaign will measure, exactly::
 
 import sys
 
+from ._args import jobs as _jobs
 from ._args import nonnegative_int, open_unit, positive_int
 
 __all__ = ["run_campaign_cli", "run_upsets_cli", "run_demo_stage", "register"]
@@ -87,8 +88,12 @@ def _default_params(param, grid, params):
 
 def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials=1000, seed=0,
                      dataset=None, split="test", max_points=None, confidence=0.99,
-                     profile=None, json_path=None, plot_path=None, stream=None, site=None):
+                     profile=None, json_path=None, plot_path=None, stream=None, site=None,
+                     n_jobs=None, scheduler=None):
     """Load an artifact, run a campaign on dataset rows, print the table, write reports.
+
+    ``n_jobs`` threads, or the batches on the Dask cluster at ``scheduler`` (a
+    scheduler address or a ``Client``): the same counts either way.
 
     Returns the :class:`~firmware_sim.campaign.CampaignResult` (with analytic
     predictions attached where a closed form exists).
@@ -109,14 +114,15 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     base = make_fault(fault, **FAULTS[fault].default_params(
         _default_params(param, grid or [None], params or {})))
     res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
-                       site=site, confidence=confidence)
+                       site=site, confidence=confidence, n_jobs=n_jobs, client=scheduler)
     add_analytic(res, device, X, base, param, y)
     if profile is not None:
         res.device["profile"] = annotate(device.resources(), prof)
     print(f"campaign on {artifact if isinstance(artifact, str) else '<artifact>'}: "
           f"{container.kind}, {data_name} ({len(X)} points x {trials} trials per value), "
           f"fault {base!r} at {res.site if base.target != 'image' else 'the image'}, "
-          f"seed {seed}", file=out)
+          f"seed {seed}" + (f", on the Dask cluster {scheduler}" if isinstance(scheduler, str)
+                             else ""), file=out)
     if profile is not None:
         est = res.device["profile"]["estimate"]
         print(f"profile {prof.name}: {est['cycles']:.0f} cycles, "
@@ -272,6 +278,11 @@ def register(sub):
     c.add_argument("--trials", type=positive_int, default=1000, help="trials per point and "
                    "value")
     c.add_argument("--seed", type=int, default=0, help="random seed of the faults")
+    c.add_argument("--jobs", type=_jobs, default=None, help="threads (-1: every CPU; default: "
+                   "numba's thread count); the counts do not depend on it")
+    c.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the trials on a Dask cluster (e.g. tcp://host:8786; needs "
+                   "pip install 'edgecode[distributed]'); same counts as a local run")
     c.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
                    "dataset recorded in the artifact); ecoc/ssbc: as 'edgecode ecoc' / "
                    "'edgecode hash' take it, e.g. digits")
@@ -311,7 +322,7 @@ def _cmd_campaign(args):
                      seed=args.seed, dataset=args.data, split=args.split,
                      max_points=args.max_points, confidence=args.confidence,
                      profile=args.profile, json_path=args.json_path, plot_path=args.plot_path,
-                     site=args.site)
+                     site=args.site, n_jobs=args.jobs, scheduler=args.scheduler)
 
 
 def _cmd_upsets(args):

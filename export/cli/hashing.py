@@ -155,12 +155,13 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     dev = load_ssbc(out_dir / "digits_ssbc.edgc")
     sess = ort.InferenceSession(str(out_dir / "digits_ssbc.onnx"),
                                 providers=["CPUExecutionProvider"])
-    bits, label = sess.run(None, {"X": Xq.astype(np.float32)})
-    agree = bool(np.array_equal(bits, dev.bits(Xq)) and np.array_equal(label, dev.predict(Xq)))
+    label, bits = sess.run(["label", "bits"], {"X": Xq.astype(np.float32)})
+    classes = res["export"].classes
+    agree = bool(np.array_equal(bits, dev.bits(Xq))
+                 and np.array_equal(label, classes[dev.predict(Xq)]))
     print(f"onnxruntime bits and labels == device runtime's on all {len(Xq)} queries: {agree}",
           file=out)
     yq = y[int(0.8 * len(X)):]
-    classes = res["export"].classes
     reps = max(1, min(int(trials) // 200, 10))
     for eps in (0.01, 0.05, 0.1):
         accs = [float((classes[dev.predict_noisy(Xq, eps, eps, random_state=r)] == yq).mean())
