@@ -27,10 +27,18 @@ decodes with numpy broadcasting (doubled Hamming distances to every row,
 learner outputs once plus ``--ecoc-trials`` noisy decodes of every point.
 
 Times are medians of ``--repeats`` runs after a warm-up (JIT excluded); ``n``
-is the number of (point, trial) inferences per run.
+is the number of (point, trial) inferences per run. edgecode runs with one
+thread (``n_jobs=1``) and with two (``n_jobs=2``: batches of (point, trial)
+rows on two threads, the same counts); ``ratio`` is peer / edgecode with two
+threads, ``threads`` the speedup of two threads over one.
+
+``--dask`` also runs the house-votes BSC campaign on a ``dask.distributed``
+``LocalCluster`` of two single-threaded worker processes (``client=``) and
+prints trials per second per worker next to the local run (the counts are
+checked equal).
 
 Run:  python benchmarks/bench_campaign.py [--trials 2000] [--ecoc-trials 200] [--repeats 3]
-                                          [--full] [--only nb|ecoc]
+                                          [--full] [--only nb|ecoc] [--dask]
       python benchmarks/bench_campaign.py --compile    # first-call (numba compile) times
 """
 
@@ -184,6 +192,7 @@ def main(argv=None):
     ap.add_argument("--only", choices=["nb", "ecoc"], help="run one family of tasks")
     ap.add_argument("--compile", action="store_true",
                     help="only time each fast path's first call on an empty numba cache")
+    ap.add_argument("--dask", action="store_true", help="also a two-worker LocalCluster run")
     args = ap.parse_args(argv)
     if args.compile:
         return compile_times()
@@ -195,7 +204,47 @@ def main(argv=None):
         rows += _nb_rows(args)
     if args.only != "nb":
         rows += _ecoc_rows(args)
-    print_table(["task", "n", "peer_s", "edgecode_s", "ratio"], rows)
+    print_table(["task", "n", "peer_s", "edgecode_1thread_s", "edgecode_2threads_s", "ratio",
+                 "threads"], rows)
+    if args.dask:
+        dask_rows(args)
+
+
+def _ours(fn, repeats):
+    """(1-thread, 2-thread) median seconds of fn(n_jobs)."""
+    return (median_time(lambda: fn(1), repeats=repeats, warmup=1),
+            median_time(lambda: fn(2), repeats=repeats, warmup=1))
+
+
+def dask_rows(args):
+    """The house-votes BSC campaign locally and on a two-worker LocalCluster."""
+    import time
+
+    from dask.distributed import Client, LocalCluster
+
+    d, dev = _device()
+    X = d.X
+    T = args.trials * 5
+    n = len(X) * T
+    t0 = time.perf_counter()
+    local = run_campaign(dev, X, BSC(0.1), n_trials=T, random_state=0, n_jobs=1)
+    t_local = time.perf_counter() - t0
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        run_campaign(dev, X, BSC(0.1), n_trials=args.trials, random_state=1, client=client)
+        times = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            remote = run_campaign(dev, X, BSC(0.1), n_trials=T, random_state=0, client=client)
+            times.append(time.perf_counter() - t0)
+    t_remote = sorted(times)[len(times) // 2]
+    same = local.points[0].same_per_point == remote.points[0].same_per_point
+    print(f"\n# dask: house votes BSC eps 0.1, {n} (point, trial) inferences; counts equal to "
+          f"the local run: {same}")
+    print_table(["run", "seconds", "trials_per_s", "trials_per_s_per_worker"],
+                [["local, 1 thread", t_local, n / t_local, n / t_local],
+                 ["LocalCluster, 2 workers x 1 thread", t_remote, n / t_remote,
+                  n / t_remote / 2]])
 
 
 def _ecoc_rows(args):
@@ -214,11 +263,10 @@ def _ecoc_rows(args):
               f"edgecode {ours:.5f}, numpy {peer:.5f}")
         t_peer = median_time(lambda: numpy_campaign_ecoc(dev, q, 0.1, T, 0),
                              repeats=args.repeats, warmup=1)
-        t_ours = median_time(lambda: run_campaign(a, Xte, BSC(0.1), n_trials=T, random_state=0,
-                                                  site="intermediate"),
-                             repeats=args.repeats, warmup=1)
-        rows.append([f"ecoc_pendigits_{name}_trees_bsc_eps0.1", len(q) * T, t_peer, t_ours,
-                     t_peer / t_ours])
+        t1, t2 = _ours(lambda j: run_campaign(a, Xte, BSC(0.1), n_trials=T, random_state=0,
+                                              site="intermediate", n_jobs=j), args.repeats)
+        rows.append([f"ecoc_pendigits_{name}_trees_bsc_eps0.1", len(q) * T, t_peer, t1, t2,
+                     t_peer / t2, t1 / t2])
     return rows
 
 
@@ -232,15 +280,17 @@ def _nb_rows(args):
     for eps in (0.01, 0.1):
         tasks.append((f"protected_nb_house_votes_bsc_eps{eps:g}", T,
                       lambda e=eps: numpy_campaign_bsc(dev, X, e, T, 0),
-                      lambda e=eps: run_campaign(dev, X, BSC(e), n_trials=T, random_state=0)))
+                      lambda j, e=eps: run_campaign(dev, X, BSC(e), n_trials=T, random_state=0,
+                                                    n_jobs=j)))
     ge = GilbertElliott.from_flip_rate(0.1, 4.0)
     tasks.append(("protected_nb_house_votes_burst_rate0.1_len4", T,
                   lambda: numpy_campaign_burst(dev, X, ge, T, 0),
-                  lambda: run_campaign(dev, X, ge, n_trials=T, random_state=0)))
+                  lambda j: run_campaign(dev, X, ge, n_trials=T, random_state=0, n_jobs=j)))
     small = max(50, T // 10)
     tasks.append(("protected_nb_house_votes_bsc_eps0.1_vs_per_trial_loop", small,
                   lambda: numpy_campaign_per_trial(dev, X, 0.1, small, 0),
-                  lambda: run_campaign(dev, X, BSC(0.1), n_trials=small, random_state=0)))
+                  lambda j: run_campaign(dev, X, BSC(0.1), n_trials=small, random_state=0,
+                                         n_jobs=j)))
     # agreement of the implementations (different draws, same law)
     n = len(X) * T
     ours = run_campaign(dev, X, BSC(0.1), n_trials=T, random_state=0).points[0].same_rate
@@ -249,8 +299,8 @@ def _nb_rows(args):
     rows = []
     for name, trials, peer_fn, ours_fn in tasks:
         t_peer = median_time(peer_fn, repeats=args.repeats, warmup=1)
-        t_ours = median_time(ours_fn, repeats=args.repeats, warmup=1)
-        rows.append([name, len(X) * trials, t_peer, t_ours, t_peer / t_ours])
+        t1, t2 = _ours(ours_fn, args.repeats)
+        rows.append([name, len(X) * trials, t_peer, t1, t2, t_peer / t2, t1 / t2])
     return rows
 
 
