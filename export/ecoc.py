@@ -1,8 +1,14 @@
 """Export an ECOC classifier (linear learners or decision trees) to the container and ONNX.
 
-Both artifacts take the same fixed-point inputs ``q`` (int16, see
-:func:`firmware_sim.ecoc.quantize_inputs`) and hold the same integers, so
-onnxruntime and the device runtime give equal labels on every input.
+The container holds the device's integers; the ONNX graph holds the same
+integers plus, by default, the device's input quantizer, so it takes the raw
+features ``X`` (float32 or float64) and gives the class labels, bit-exact with
+``firmware_sim.load(container)`` (``device.encode(X)`` then ``device.infer``).
+``input="frame"`` gives the device-frame graph instead (int16 ``q``, see
+:func:`firmware_sim.ecoc.quantize_inputs`; labels are class indices).
+A scikit-learn ``Pipeline`` whose steps before the ECOCClassifier are
+scalers or feature selectors is folded into the learners first
+(:mod:`export.pipeline`). Only Hamming decoding exports.
 
 Input quantization (:func:`fit_input_quantizer`): per feature, from the
 calibration data's range [lo, hi], the largest power of two ``2**e`` with
@@ -21,27 +27,36 @@ Trees: threshold ``t`` of feature f becomes ``floor((t - c_f) 2**e_f)``
 (clipped to [-32768, 32767]); for an input on the grid ``x <= t`` iff
 ``q <= floor((t - c) 2**e)``.
 
-ONNX (opset 17, plus ai.onnx.ml 3 for trees): linear -- Cast, MatMul
-(int64), Add, then per column Greater (two-class learners) or ArgMax +
-Gather (k-class learners); trees -- ``TreeEnsembleRegressor`` with one
-target per column whose leaf value is the symbol. Then Hamming decoding
-(Equal, Not, Cast, Mul by the used mask, ReduceSum, times 2 plus the unused
-count) and ArgMin (first minimum = lowest class index).
+ONNX (opset 17, plus ai.onnx.ml 3 for trees; see ``docs/onnx.md``): input
+quantizer -- Cast to double, Sub ``in_center``, Mul ``2**in_shift``, Round
+(half to even, as ``numpy.rint``), Clip to [-32767, 32767]; linear -- one
+MatMul whose product is exact (float32 if every |partial sum| < 2**24,
+float64 if < 2**53, else the int32 weights split into two 16-bit halves
+multiplied in float64 and recombined in int64), Add bias, then Greater
+(two-class learners) or ArgMax + Gather (k-class learners); trees --
+``TreeEnsembleRegressor`` with one target per column whose leaf value is the
+symbol. Then Hamming decoding as one MatMul of the (one-hot) symbols with a
+table of +-2 (exact small integers) plus a per-class constant, ArgMin (first
+minimum = lowest class index) and Gather of the class labels.
 """
 
+
+import json
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 from sklearn.utils.validation import check_is_fitted
 
-from firmware_sim.artifact import write_container
+from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_inputs
 
+from .pipeline import fold_pipeline
 from .result import ExportResult
 from .onnx_utils import IR_VERSION, OPSET, save_model
 
 __all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
+           "onnx_metadata", "linear_matmul_dtype",
            "ML_OPSET"]
 
 #: Opset of the ai.onnx.ml domain (TreeEnsembleRegressor) used by tree graphs.
@@ -135,39 +150,105 @@ def _quantize_thresholds(la, center, shift):
     return np.where(internal, t, 0).astype(np.int32)
 
 
+def _exact_thresholds(la, T, center, shift, window=3):
+    """Move each fixed-point threshold to where the float model really splits.
+
+    A learner goes left iff ``float32(x') <= t`` where ``x'`` is what it sees
+    (the raw feature, or a pipeline's ``transform`` of it); the fixed-point
+    threshold ``T`` (left iff ``q <= T``) is first computed in float64
+    arithmetic, which can be off by one grid step at a rounding boundary.
+    Here the grid points ``c + k 2**-e`` for ``k`` within ``window`` of ``T``
+    are run through the same arithmetic (monotone in ``x``) and ``T`` becomes
+    the largest ``k`` that goes left, so on the grid the device splits
+    exactly as the float model does.
+    """
+    feat = np.asarray(la["feature"])
+    idx = np.flatnonzero(feat >= 0)
+    if idx.size == 0:
+        return T
+    inner = np.asarray(la.get("learner_feature", feat))[idx]
+    t = np.asarray(la.get("learner_threshold", la["threshold"]), np.float64)[idx]
+    f = feat[idx]
+    offs = np.arange(-window, window + 1)
+    w = offs.shape[0]
+    cand = T[idx].astype(np.int64)[:, None] + offs                       # (nodes, w)
+    rows = np.arange(idx.size * w)
+    R = np.tile(center, (rows.shape[0], 1))
+    fr = np.repeat(f, w)
+    R[rows, fr] = center[fr] + cand.ravel() * np.exp2(-shift[fr].astype(np.float64))
+    transform = la.get("transform")
+    Xp = np.asarray(transform(R) if transform is not None else R, np.float64)
+    v = Xp[rows, np.repeat(inner, w)].astype(np.float32).astype(np.float64)
+    left = (v <= np.repeat(t, w)).reshape(-1, w)
+    # monotone: left on a prefix of the window; keep T where the window does not
+    # contain the switch (the float64 estimate is then as good as we know)
+    n_left = left.sum(axis=1)
+    prefix = (np.cumsum(~left, axis=1) == 0).sum(axis=1) == n_left
+    ok = (n_left > 0) & (n_left < w) & prefix
+    out = T.copy()
+    out[idx[ok]] = np.clip(cand[ok, n_left[ok] - 1], -Q_MAX - 1, Q_MAX)
+    return out
+
+
+def _check_decoding(ecoc, model):
+    decoding = getattr(ecoc, "decoding", "hamming")
+    if decoding == "hamming":
+        return
+    if ecoc is model:
+        how = "model.set_params(decoding='hamming').fit(X, y)"
+    else:
+        how = f"pipeline.set_params({model.steps[-1][0]}__decoding='hamming').fit(X, y)"
+    raise ValueError(
+        f"the model decodes with decoding={decoding!r}, but only Hamming decoding exports: "
+        "the device decodes the learners' hard symbols by Hamming distance, so its labels "
+        f"would differ from the model's predictions. Refit with {how} and export that")
+
+
 def quantize_ecoc(model, X_calib):
     """Device arrays of a fitted ECOCClassifier (linear learners or trees).
 
     Parameters
     ----------
-    model : edgecode.ecoc.classifier.ECOCClassifier (fitted)
+    model : ECOCClassifier or sklearn.pipeline.Pipeline (fitted)
+        A pipeline ends in an ECOCClassifier; the steps before it are folded
+        into the learners (:func:`export.pipeline.fold_pipeline`). Decoding
+        must be ``"hamming"``.
     X_calib : array-like (n, n_features)
-        Data whose per-feature range sets the input quantizer.
+        Raw data (what the pipeline receives) whose per-feature range sets the
+        input quantizer.
 
     Returns
     -------
     arrays : dict
         For :func:`firmware_sim.artifact.write_container` (kind ``"ecoc"``).
     info : dict
-        ``learner_kind``, ``weight_shifts`` (linear: per column) and the
-        quantizer.
+        ``learner_kind``, ``weight_shifts`` (linear: per column), the
+        quantizer (``in_center``, ``in_shift``) and ``ecoc`` (the final
+        ECOCClassifier).
+
+    Raises
+    ------
+    ValueError
+        For non-Hamming decoding, a pipeline step that does not fold, learners
+        that are neither linear nor trees, or X_calib of the wrong width.
     """
-    check_is_fitted(model)
-    la = model.learner_arrays()
+    ecoc, la, n_features = fold_pipeline(model)
+    _check_decoding(ecoc, model)
     center, shift = fit_input_quantizer(X_calib)
-    if center.shape[0] != model.n_features_in_:
+    if center.shape[0] != n_features:
         raise ValueError(f"X_calib has {center.shape[0]} features; the model expects "
-                         f"{model.n_features_in_}")
-    common = dict(code=model.code_, col_classes=la["col_classes"],
+                         f"{n_features}")
+    common = dict(code=ecoc.code_, col_classes=la["col_classes"],
                   col_n_classes=la["col_n_classes"], in_center=center, in_shift=shift)
-    info = {"learner_kind": la["kind"], "in_center": center, "in_shift": shift}
+    info = {"learner_kind": la["kind"], "in_center": center, "in_shift": shift, "ecoc": ecoc}
     if la["kind"] == "linear":
         Wq, Bq, shifts = _quantize_linear(la, center, shift, la["n_out"])
         arrays = make_ecoc_arrays(**common, linear={"weights": Wq, "bias": Bq,
                                                     "n_out": la["n_out"]})
         info["weight_shifts"] = shifts
     else:
-        tree = {"feature": la["feature"], "threshold": _quantize_thresholds(la, center, shift),
+        T = _exact_thresholds(la, _quantize_thresholds(la, center, shift), center, shift)
+        tree = {"feature": la["feature"], "threshold": T,
                 "left": la["left"], "right": la["right"], "leaf": la["leaf"],
                 "root": la["root"]}
         arrays = make_ecoc_arrays(**common, tree=tree)
@@ -175,78 +256,152 @@ def quantize_ecoc(model, X_calib):
 
 
 # ------------------------------------------------------------------ ONNX
+_INPUT_DTYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
+
+
 def _init(name, value, inits):
     inits.append(numpy_helper.from_array(np.asarray(value), name))
     return name
 
 
-def _symbols_linear(arrays, nodes, inits):
-    """Nodes computing 'symbols' (N, m) int64 from 'q64' for linear learners."""
+def _node(nodes, op, inputs, outputs, **attrs):
+    nodes.append(helper.make_node(op, inputs, outputs, **attrs))
+    return outputs[0]
+
+
+def linear_matmul_dtype(arrays):
+    """How the linear graph multiplies exactly: ``"float32"``, ``"float64"`` or ``"split64"``.
+
+    Every product ``q_f W[f, o]`` and every partial sum of ``B[o] + q W[:, o]``
+    is an integer; a float type represents them all exactly when
+    ``sum_f 32767 |W[f, o]| + |B[o]|`` stays below 2**24 (float32) or 2**53
+    (float64). Otherwise the weights are split as ``W = 2**16 Wh + Wl``
+    (``0 <= Wl < 2**16``), both halves multiplied exactly in float64 and the
+    results recombined in int64 (``"split64"``), or, for more than ~2**21
+    features, the product is done in int64 (``"int64"``).
+
+    Examples
+    --------
+    >>> linear_matmul_dtype({"lin_weights": np.array([[3], [-2]], np.int32),
+    ...                      "lin_bias": np.array([7], np.int64)})
+    'float32'
+    >>> linear_matmul_dtype({"lin_weights": np.array([[2**31 - 1]] * 200, np.int32),
+    ...                      "lin_bias": np.array([0], np.int64)})
+    'split64'
+    """
+    W = np.abs(np.asarray(arrays["lin_weights"], np.float64))
+    B = np.abs(np.asarray(arrays["lin_bias"], np.float64))
+    if W.size == 0:
+        return "float32"
+    bound = float((Q_MAX * W.sum(axis=0) + B).max()) * (1 + 1e-9)
+    if bound < 2.0**24:
+        return "float32"
+    if bound < 2.0**53:
+        return "float64"
+    if Q_MAX * 2.0**16 * W.shape[0] * (1 + 1e-9) < 2.0**53:
+        return "split64"
+    return "int64"
+
+
+def _linear_scores(arrays, q, nodes, inits):
+    """Nodes from ``q`` (float64 exact integers, (N, d)) to the scores; returns (name, dtype)."""
     W = arrays["lin_weights"].astype(np.int64)
-    nodes.append(helper.make_node("MatMul", ["q64", _init("lin_weights", W, inits)], ["mm"]))
-    nodes.append(helper.make_node("Add", ["mm", _init("lin_bias", arrays["lin_bias"], inits)],
-                                  ["scores"]))
+    B = arrays["lin_bias"].astype(np.int64)
+    how = linear_matmul_dtype(arrays)
+    if how in ("float32", "float64"):
+        dt = np.float32 if how == "float32" else np.float64
+        if how == "float32":
+            q = _node(nodes, "Cast", [q], ["q32"], to=TensorProto.FLOAT)
+        mm = _node(nodes, "MatMul", [q, _init("lin_weights", W.astype(dt), inits)], ["mm"])
+        return _node(nodes, "Add", [mm, _init("lin_bias", B.astype(dt), inits)],
+                     ["scores"]), dt
+    if how == "split64":
+        hi = np.floor_divide(W, 2**16)
+        lo = W - hi * 2**16
+        mh = _node(nodes, "MatMul", [q, _init("lin_w_hi", hi.astype(np.float64), inits)],
+                   ["mm_hi"])
+        ml = _node(nodes, "MatMul", [q, _init("lin_w_lo", lo.astype(np.float64), inits)],
+                   ["mm_lo"])
+        mh = _node(nodes, "Cast", [mh], ["mm_hi64"], to=TensorProto.INT64)
+        ml = _node(nodes, "Cast", [ml], ["mm_lo64"], to=TensorProto.INT64)
+        mh = _node(nodes, "Mul", [mh, _init("two16", np.array(2**16, np.int64), inits)],
+                   ["mm_hi_sh"])
+        mm = _node(nodes, "Add", [mh, ml], ["mm"])
+    else:
+        q = _node(nodes, "Cast", [q], ["q64"], to=TensorProto.INT64)
+        mm = _node(nodes, "MatMul", [q, _init("lin_weights", W, inits)], ["mm"])
+    return _node(nodes, "Add", [mm, _init("lin_bias", B, inits)], ["scores"]), np.int64
+
+
+def _symbols_linear(arrays, q, nodes, inits):
+    """Nodes from ``q`` to 'symbols' (N, m) int64 and 'sym_f' (N, m) float32."""
+    scores, dt = _linear_scores(arrays, q, nodes, inits)
+    zero = _init("zero", np.array(0, dt), inits)
     n_out = arrays["col_n_out"]
     out_off = arrays["col_out_offset"]
     cls_off = arrays["col_cls_offset"]
     classes = arrays["col_classes"].astype(np.int64)
     m = n_out.shape[0]
-    pieces, order = [], []
     binary = [j for j in range(m) if n_out[j] == 1]
+    lo = np.array([classes[cls_off[j]] for j in binary], np.int64)
+    step = np.array([classes[cls_off[j] + 1] - classes[cls_off[j]] for j in binary], np.int64)
+    plain = bool((lo == 0).all() and (step == 1).all())
+    if len(binary) == m:
+        # every learner has two classes, one score each, in column order
+        pos = _node(nodes, "Greater", [scores, zero], ["bin_pos"])
+        if plain:
+            _node(nodes, "Cast", [pos], ["symbols"], to=TensorProto.INT64)
+            _node(nodes, "Cast", [pos], ["sym_f"], to=TensorProto.FLOAT)
+            return
+        bit = _node(nodes, "Cast", [pos], ["bin_bit"], to=TensorProto.INT64)
+        mul = _node(nodes, "Mul", [bit, _init("bin_step", step, inits)], ["bin_mul"])
+        _node(nodes, "Add", [mul, _init("bin_lo", lo, inits)], ["symbols"])
+        _node(nodes, "Cast", ["symbols"], ["sym_f"], to=TensorProto.FLOAT)
+        return
+    pieces, order = [], []
     if binary:
         idx = np.array([out_off[j] for j in binary], np.int64)
-        lo = np.array([classes[cls_off[j]] for j in binary], np.int64)
-        step = np.array([classes[cls_off[j] + 1] - classes[cls_off[j]] for j in binary], np.int64)
-        nodes += [
-            helper.make_node("Gather", ["scores", _init("bin_idx", idx, inits)], ["bin_scores"],
-                             axis=1),
-            helper.make_node("Greater", ["bin_scores", _init("zero64", np.array(0, np.int64),
-                                                             inits)], ["bin_pos"]),
-            helper.make_node("Cast", ["bin_pos"], ["bin_bit"], to=TensorProto.INT64),
-            helper.make_node("Mul", ["bin_bit", _init("bin_step", step, inits)], ["bin_mul"]),
-            helper.make_node("Add", ["bin_mul", _init("bin_lo", lo, inits)], ["bin_sym"]),
-        ]
-        pieces.append("bin_sym")
+        g = _node(nodes, "Gather", [scores, _init("bin_idx", idx, inits)], ["bin_scores"], axis=1)
+        pos = _node(nodes, "Greater", [g, zero], ["bin_pos"])
+        bit = _node(nodes, "Cast", [pos], ["bin_bit"], to=TensorProto.INT64)
+        mul = _node(nodes, "Mul", [bit, _init("bin_step", step, inits)], ["bin_mul"])
+        pieces.append(_node(nodes, "Add", [mul, _init("bin_lo", lo, inits)], ["bin_sym"]))
         order += binary
+    one = _init("axis_one", np.array([1], np.int64), inits)
     for j in range(m):
         k = int(n_out[j])
         if k == 1:
             continue
         if k == 0:
             const = np.array([[classes[cls_off[j]]]], np.int64)
-            nodes += [
-                helper.make_node("Slice", ["q64", _init(f"c{j}_s", np.array([0], np.int64), inits),
-                                           _init(f"c{j}_e", np.array([1], np.int64), inits),
-                                           _init(f"c{j}_a", np.array([1], np.int64), inits)],
-                                 [f"c{j}_col"]),
-                helper.make_node("Mul", [f"c{j}_col", "zero64"], [f"c{j}_zero"])
-                if "zero64" in {i.name for i in inits} else
-                helper.make_node("Mul", [f"c{j}_col", _init("zero64", np.array(0, np.int64),
-                                                            inits)], [f"c{j}_zero"]),
-                helper.make_node("Add", [f"c{j}_zero", _init(f"c{j}_v", const, inits)],
-                                 [f"c{j}_sym"]),
-            ]
+            sl = _node(nodes, "Slice", [q, _init(f"c{j}_s", np.array([0], np.int64), inits),
+                                        _init(f"c{j}_e", np.array([1], np.int64), inits), one],
+                       [f"c{j}_col"])
+            if "zero_q" not in {i.name for i in inits}:
+                _init("zero_q", np.array(0.0), inits)
+            z = _node(nodes, "Mul", [sl, "zero_q"], [f"c{j}_zero"])
+            z = _node(nodes, "Cast", [z], [f"c{j}_zero64"], to=TensorProto.INT64)
+            pieces.append(_node(nodes, "Add", [z, _init(f"c{j}_v", const, inits)],
+                                [f"c{j}_sym"]))
         else:
             o = int(out_off[j])
             table = classes[cls_off[j]:cls_off[j] + k]
-            nodes += [
-                helper.make_node("Slice", ["scores",
-                                           _init(f"c{j}_s", np.array([o], np.int64), inits),
-                                           _init(f"c{j}_e", np.array([o + k], np.int64), inits),
-                                           _init(f"c{j}_a", np.array([1], np.int64), inits)],
-                                 [f"c{j}_scores"]),
-                helper.make_node("ArgMax", [f"c{j}_scores"], [f"c{j}_arg"], axis=1, keepdims=1,
-                                 select_last_index=0),
-                helper.make_node("Gather", [_init(f"c{j}_cls", table, inits), f"c{j}_arg"],
-                                 [f"c{j}_sym"], axis=0),
-            ]
-        pieces.append(f"c{j}_sym")
+            sl = _node(nodes, "Slice", [scores, _init(f"c{j}_s", np.array([o], np.int64), inits),
+                                        _init(f"c{j}_e", np.array([o + k], np.int64), inits),
+                                        one], [f"c{j}_scores"])
+            arg = _node(nodes, "ArgMax", [sl], [f"c{j}_arg"], axis=1, keepdims=1,
+                        select_last_index=0)
+            pieces.append(_node(nodes, "Gather", [_init(f"c{j}_cls", table, inits), arg],
+                                [f"c{j}_sym"], axis=0))
         order.append(j)
-    return pieces, order
+    cat = _node(nodes, "Concat", pieces, ["sym_unordered"], axis=1)
+    perm = np.argsort(np.array(order, np.int64)).astype(np.int64)
+    _node(nodes, "Gather", [cat, _init("sym_perm", perm, inits)], ["symbols"], axis=1)
+    _node(nodes, "Cast", ["symbols"], ["sym_f"], to=TensorProto.FLOAT)
 
 
-def _symbols_tree(arrays, nodes, inits):
-    """Nodes computing 'symbols' (N, m) from 'qf' with one TreeEnsembleRegressor."""
+def _symbols_tree(arrays, qf, nodes, inits):
+    """Nodes from ``qf`` (float32 (N, d)) to 'symbols' int64 and 'sym_f' float32."""
     feat, thr = arrays["tree_feature"], arrays["tree_threshold"]
     left, right, leaf, root = (arrays["tree_left"], arrays["tree_right"], arrays["tree_leaf"],
                                arrays["tree_root"])
@@ -276,60 +431,145 @@ def _symbols_tree(arrays, nodes, inits):
                 t_id.append(j)
                 t_w.append(float(leaf[g]))
     nodes.append(helper.make_node(
-        "TreeEnsembleRegressor", ["qf"], ["tree_out"], domain="ai.onnx.ml",
+        "TreeEnsembleRegressor", [qf], ["sym_f"], domain="ai.onnx.ml",
         n_targets=m, aggregate_function="SUM", post_transform="NONE",
         nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"],
         nodes_featureids=a["featureids"], nodes_values=a["values"], nodes_modes=a["modes"],
         nodes_truenodeids=a["true"], nodes_falsenodeids=a["false"],
         nodes_missing_value_tracks_true=[0] * len(a["modes"]),
         target_treeids=t_tree, target_nodeids=t_node, target_ids=t_id, target_weights=t_w))
-    nodes.append(helper.make_node("Cast", ["tree_out"], ["symbols"], to=TensorProto.INT64))
+    nodes.append(helper.make_node("Cast", ["sym_f"], ["symbols"], to=TensorProto.INT64))
 
 
-def ecoc_to_onnx(arrays, *, props=None):
-    """ONNX graph of the device arrays: fixed-point inputs -> symbols -> Hamming -> label.
+def _hamming(arrays, nodes, inits):
+    """Nodes from 'sym_f' (N, m) float32 to 'distance2' float32 (N, c): one MatMul.
 
-    Input ``q``: int16 (N, n_features). Outputs ``label`` int64 (N,) (class
-    index), ``symbols`` int64 (N, n_columns) (learner outputs) and
-    ``distance2`` int64 (N, n_classes) (doubled Hamming distances).
+    ``distance2[r] = 2 #{j used by r, s_j != M[r, j]} + #{j unused by r}``.
+    Binary code: ``#mismatch_r = sum_j used M + s . (used (1 - 2 M))``.
+    N-ary: ``#mismatch_r = #used_r - onehot(s) . [used and M == v]``.
     """
+    code = arrays["code"].astype(np.int64)
+    c, m = code.shape
+    used = (code >= 0).astype(np.int64)
+    unused = arrays["unused_count"].astype(np.int64)
+    n_sym = int(arrays["n_symbols"][0])
+    if n_sym == 2:
+        table = 2 * (used * (1 - 2 * code)).T                      # (m, c)
+        const = 2 * (used * code).sum(axis=1) + unused
+        x = "sym_f"
+    else:
+        table = np.zeros((m, n_sym, c), np.int64)
+        for v in range(n_sym):
+            table[:, v, :] = -2 * (used * (code == v)).T
+        table = table.reshape(m * n_sym, c)
+        const = 2 * used.sum(axis=1) + unused
+        s3 = _node(nodes, "Unsqueeze", ["sym_f", _init("axis_last", np.array([2], np.int64),
+                                                         inits)], ["sym3"])
+        eq = _node(nodes, "Equal", [s3, _init("alphabet", np.arange(n_sym, dtype=np.float32),
+                                              inits)], ["onehot_b"])
+        oh = _node(nodes, "Cast", [eq], ["onehot3"], to=TensorProto.FLOAT)
+        x = _node(nodes, "Reshape", [oh, _init("onehot_shape",
+                                               np.array([0, m * n_sym], np.int64), inits)],
+                  ["onehot"])
+    mm = _node(nodes, "MatMul", [x, _init("hamming_table", table.astype(np.float32), inits)],
+               ["d2_var"])
+    return _node(nodes, "Add", [mm, _init("hamming_const", const.astype(np.float32), inits)],
+                 ["d2_f"])
+
+
+def _label_tensor(classes):
+    """(numpy array, TensorProto type) of the class labels for the 'label' output."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1 or arr.shape[0] < 2:
+        raise ValueError(f"classes must be a 1-d list of at least 2 labels; got {classes!r}")
+    if arr.dtype.kind in "biu":
+        return arr.astype(np.int64), TensorProto.INT64
+    if arr.dtype.kind == "f":
+        if np.isfinite(arr).all() and (arr == np.round(arr)).all() and np.abs(arr).max() < 2**53:
+            return arr.astype(np.int64), TensorProto.INT64
+        return arr.astype(np.float64), TensorProto.DOUBLE
+    return np.array([str(v) for v in arr.tolist()], dtype=object), TensorProto.STRING
+
+
+def _json_value(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
+                 classes=None):
+    """ONNX graph of the device arrays: inputs -> symbols -> Hamming distances -> label.
+
+    Parameters
+    ----------
+    arrays : dict
+        The ``ecoc`` container's arrays (:func:`quantize_ecoc`).
+    props : dict or None
+        ``metadata_props`` (values that are not strings are stored as JSON).
+    input : {"features", "frame"}, default "features"
+        ``"features"``: input ``X`` (N, d) of ``input_dtype``, quantized inside
+        the graph exactly as :func:`firmware_sim.ecoc.quantize_inputs` does
+        (finite inputs; NaN gives unspecified labels where the device
+        refuses). ``"frame"``: input ``q`` int16 (N, d), the device frame.
+    input_dtype : {"float32", "float64"}, default "float32"
+        Element type of ``X`` (``input="features"`` only). float32 inputs are
+        cast to double before the quantizer, as the host's float64 arithmetic.
+    classes : sequence or None
+        Class labels; ``label`` is then ``classes[index]`` (int64 for integer
+        labels, string otherwise). None: ``label`` is the class index.
+
+    Returns
+    -------
+    onnx.ModelProto
+        Outputs ``label`` (N,), ``symbols`` int64 (N, n_columns) (learner
+        outputs) and ``distance2`` int64 (N, n_classes) (doubled Hamming
+        distances; ties go to the lowest class index).
+    """
+    if input not in ("features", "frame"):
+        raise ValueError(f"input must be 'features' or 'frame'; got {input!r}")
+    if input_dtype not in _INPUT_DTYPES:
+        raise ValueError(f"input_dtype must be 'float32' or 'float64'; got {input_dtype!r}")
     code = arrays["code"].astype(np.int64)
     c, m = code.shape
     d = arrays["in_center"].shape[0]
     nodes, inits = [], []
     linear = int(arrays["learner_kind"][0]) == 1
-    if linear:
-        nodes.append(helper.make_node("Cast", ["q"], ["q64"], to=TensorProto.INT64))
-        pieces, order = _symbols_linear(arrays, nodes, inits)
-        nodes.append(helper.make_node("Concat", pieces, ["sym_unordered"], axis=1))
-        perm = np.argsort(np.array(order, np.int64)).astype(np.int64)
-        nodes.append(helper.make_node("Gather", ["sym_unordered",
-                                                 _init("sym_perm", perm, inits)],
-                                      ["symbols"], axis=1))
+    if input == "features":
+        in_info = helper.make_tensor_value_info("X", _INPUT_DTYPES[input_dtype], ["N", d])
+        x = "X"
+        if input_dtype == "float32":
+            x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
+        scale = np.exp2(arrays["in_shift"].astype(np.float64))
+        x = _node(nodes, "Sub", [x, _init("in_center", arrays["in_center"].astype(np.float64),
+                                          inits)], ["X_centered"])
+        x = _node(nodes, "Mul", [x, _init("in_scale", scale, inits)], ["X_scaled"])
+        x = _node(nodes, "Round", [x], ["X_rounded"])
+        q = _node(nodes, "Clip", [x, _init("q_min", np.array(-Q_MAX, np.float64), inits),
+                                  _init("q_max", np.array(Q_MAX, np.float64), inits)], ["qd"])
     else:
-        nodes.append(helper.make_node("Cast", ["q"], ["qf"], to=TensorProto.FLOAT))
-        _symbols_tree(arrays, nodes, inits)
-    used = (code >= 0).astype(np.int64)
-    nodes += [
-        helper.make_node("Unsqueeze", ["symbols", _init("axis1", np.array([1], np.int64), inits)],
-                         ["sym3"]),
-        helper.make_node("Equal", ["sym3", _init("code", code, inits)], ["same"]),
-        helper.make_node("Not", ["same"], ["differ"]),
-        helper.make_node("Cast", ["differ"], ["differ64"], to=TensorProto.INT64),
-        helper.make_node("Mul", ["differ64", _init("used", used, inits)], ["miss"]),
-        helper.make_node("ReduceSum", ["miss", _init("axis2", np.array([2], np.int64), inits)],
-                         ["mismatches"], keepdims=0),
-        helper.make_node("Mul", ["mismatches", _init("two", np.array(2, np.int64), inits)],
-                         ["mis2"]),
-        helper.make_node("Add", ["mis2", _init("unused", arrays["unused_count"].astype(np.int64),
-                                               inits)], ["distance2"]),
-        helper.make_node("ArgMin", ["distance2"], ["label"], axis=1, keepdims=0,
-                         select_last_index=0),
-    ]
+        in_info = helper.make_tensor_value_info("q", TensorProto.INT16, ["N", d])
+        q = _node(nodes, "Cast", ["q"], ["qd"], to=TensorProto.DOUBLE)
+    if linear:
+        _symbols_linear(arrays, q, nodes, inits)
+    else:
+        qf = _node(nodes, "Cast", [q], ["qf"], to=TensorProto.FLOAT)
+        _symbols_tree(arrays, qf, nodes, inits)
+    d2 = _hamming(arrays, nodes, inits)
+    _node(nodes, "Cast", [d2], ["distance2"], to=TensorProto.INT64)
+    if classes is None:
+        label_type = TensorProto.INT64
+        _node(nodes, "ArgMin", [d2], ["label"], axis=1, keepdims=0, select_last_index=0)
+    else:
+        values, label_type = _label_tensor(classes)
+        if values.shape[0] != c:
+            raise ValueError(f"classes has {values.shape[0]} labels; the code has {c} rows")
+        idx = _node(nodes, "ArgMin", [d2], ["class_index"], axis=1, keepdims=0,
+                    select_last_index=0)
+        _node(nodes, "Gather", [_init("classes", values, inits), idx], ["label"], axis=0)
     graph = helper.make_graph(
-        nodes, "ecoc_" + ("linear" if linear else "tree"),
-        [helper.make_tensor_value_info("q", TensorProto.INT16, ["N", d])],
-        [helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]),
+        nodes, "ecoc_" + ("linear" if linear else "tree"), [in_info],
+        [helper.make_tensor_value_info("label", label_type, ["N"]),
          helper.make_tensor_value_info("symbols", TensorProto.INT64, ["N", m]),
          helper.make_tensor_value_info("distance2", TensorProto.INT64, ["N", c])],
         initializer=inits)
@@ -341,29 +581,73 @@ def ecoc_to_onnx(arrays, *, props=None):
                               "codeword (ties: lowest class index)")
     model.ir_version = IR_VERSION
     if props:
-        helper.set_model_props(model, {str(k): str(v) for k, v in props.items()})
+        helper.set_model_props(model, {str(k): v if isinstance(v, str)
+                                       else json.dumps(v, default=_json_value)
+                                       for k, v in props.items()})
     onnx.checker.check_model(model, full_check=True)
     return model
 
 
+def onnx_metadata(onnx_model):
+    """The ``metadata_props`` of an exported ECOC graph, JSON values decoded.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from edgecode.ecoc.classifier import ECOCClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> names = np.array(["setosa, Iris", "versicolor", "virginica"])[y]
+    >>> clf = ECOCClassifier(LogisticRegression(), code=[[0, 1], [1, 0], [1, 1]]).fit(X, names)
+    >>> meta = onnx_metadata(export_ecoc(clf, X).onnx_model)
+    >>> meta["classes"], meta["decoding"], meta["input"]["name"]
+    (['setosa, Iris', 'versicolor', 'virginica'], 'hamming', 'X')
+    """
+    out = {}
+    for p in onnx_model.metadata_props:
+        try:
+            out[p.key] = json.loads(p.value)
+        except ValueError:
+            out[p.key] = p.value
+    return out
+
+
 def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=None,
-                meta=None):
+                meta=None, onnx_input="features", input_dtype="float32"):
     """Write a fitted ECOCClassifier as an ``ecoc`` container and an ONNX graph.
 
     Parameters
     ----------
-    model : ECOCClassifier (fitted, linear learners or decision trees)
+    model : ECOCClassifier or sklearn.pipeline.Pipeline (fitted)
+        Linear learners or decision trees, ``decoding="hamming"``. A pipeline
+        ends in an ECOCClassifier; the steps before it must fold into the
+        learners (scalers, feature selectors, see :mod:`export.pipeline`).
     X_calib : array-like (n, n_features)
-        Sets the input quantizer; device labels are checked on it.
+        Raw features (what ``model.predict`` takes); sets the input quantizer;
+        device labels are checked on it.
     container_path, onnx_path : path or None
     X_check : array-like or None
         Extra rows on which device and float labels are compared.
     meta : dict or None
         Extra metadata for both artifacts.
+    onnx_input : {"features", "frame"}, default "features"
+        The ONNX graph's input: raw features ``X`` (labels out) or the
+        device's int16 frame ``q`` (class indices out); see
+        :func:`ecoc_to_onnx`.
+    input_dtype : {"float32", "float64"}, default "float32"
+        Element type of ``X`` in the features graph.
 
     Returns
     -------
     ExportResult
+        ``details``: ``classes`` (the labels), ``onnx_input``,
+        ``linear_matmul`` (linear learners: how the graph multiplies).
+
+    Raises
+    ------
+    ValueError
+        If the model decodes otherwise than by Hamming distance, a pipeline
+        step does not fold, or the learners are neither linear nor trees.
 
     Examples
     --------
@@ -376,15 +660,21 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     >>> out = export_ecoc(clf, X)
     >>> out.label_mismatches, out.device.learner_kind
     (0, 'tree')
+    >>> import onnxruntime as ort
+    >>> sess = ort.InferenceSession(out.onnx_model.SerializeToString(),
+    ...                             providers=["CPUExecutionProvider"])
+    >>> sess.run(["label"], {"X": X[:3].astype(np.float32)})[0].tolist()
+    [0, 0, 0]
     """
     check_is_fitted(model)
     arrays, info = quantize_ecoc(model, X_calib)
+    ecoc = info["ecoc"]
     rows = [np.asarray(X_calib, dtype=np.float64)]
     if X_check is not None:
         rows.append(np.asarray(X_check, dtype=np.float64))
     Xc = np.vstack(rows)
-    meta_all = {"classes": [str(v) for v in model.classes_], "learner_kind": info["learner_kind"],
-                "n_symbols": int(model.n_symbols_),
+    meta_all = {"classes": [str(v) for v in ecoc.classes_], "learner_kind": info["learner_kind"],
+                "n_symbols": int(ecoc.n_symbols_),
                 "tie_rule": "lowest class index", **(meta or {})}
     if "weight_shifts" in info:
         meta_all["weight_shifts"] = [int(s) for s in info["weight_shifts"]]
@@ -392,11 +682,30 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     device = load_ecoc(blob)
     q = quantize_inputs(Xc, info["in_center"], info["in_shift"])
     dev_labels = device.predict(q)
-    float_labels = np.searchsorted(model.classes_, model.predict(Xc))
+    float_labels = np.searchsorted(ecoc.classes_, model.predict(Xc))
     mismatches = int(np.sum(dev_labels != float_labels))
-    onnx_model = ecoc_to_onnx(arrays, props={"classes": ",".join(meta_all["classes"]),
-                                             "learner_kind": info["learner_kind"]})
+    props = {"classes": [_json_value(v) for v in ecoc.classes_.tolist()],
+             "decoding": "hamming", "tie_rule": "lowest class index",
+             "learner_kind": info["learner_kind"],
+             "input": ({"name": "X", "kind": "features", "dtype": input_dtype}
+                       if onnx_input == "features" else
+                       {"name": "q", "kind": "frame", "dtype": "int16"}),
+             "label": "class label" if onnx_input == "features" else "class index",
+             "quantizer": {"center": [float(v) for v in info["in_center"]],
+                           "shift": [int(v) for v in info["in_shift"]],
+                           "formula": "clip(rint((x - center) * 2**shift), -32767, 32767)"},
+             "container_format_version": int(FORMAT_VERSION)}
+    if info["learner_kind"] == "linear":
+        props["linear_matmul"] = linear_matmul_dtype(arrays)
+    if meta:
+        props["meta"] = meta
+    onnx_model = ecoc_to_onnx(arrays, props=props, input=onnx_input, input_dtype=input_dtype,
+                              classes=ecoc.classes_ if onnx_input == "features" else None)
     if onnx_path is not None:
         save_model(onnx_model, onnx_path)
     res = device.resources()
-    return ExportResult("ecoc", blob, onnx_model, device, res, int(Xc.shape[0]), mismatches)
+    details = {"classes": ecoc.classes_.copy(), "onnx_input": onnx_input}
+    if "linear_matmul" in props:
+        details["linear_matmul"] = props["linear_matmul"]
+    return ExportResult("ecoc", blob, onnx_model, device, res, int(Xc.shape[0]), mismatches,
+                        details)

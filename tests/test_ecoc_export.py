@@ -15,7 +15,7 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
 from edgecode.ecoc.classifier import ECOCClassifier, _linear_params
-from export.ecoc import export_ecoc, fit_input_quantizer
+from export.ecoc import ecoc_to_onnx, export_ecoc, fit_input_quantizer
 from firmware_sim.artifact import ContainerError, read_container, write_container
 from firmware_sim.ecoc import load_ecoc, quantize_inputs
 
@@ -69,15 +69,24 @@ def _assert_export_agrees(clf, digits, tmp_path):
     q = dev.quantize(Xte)
     labels = dev.predict(q)
     assert_array_equal(clf.classes_[labels], clf.predict(Xte))
-    sess = _session(out.onnx_model)
-    got_label, got_sym, got_d2 = sess.run(None, {"q": q})
-    assert_array_equal(got_label, labels)
     sym = dev.learner_outputs(q)
-    assert_array_equal(got_sym, sym)
-    assert_array_equal(sym, clf.predict_codewords(Xte))
     ref_labels, ref_d2 = hamming_bruteforce(sym, code)
-    assert_array_equal(got_d2, ref_d2)
+    assert_array_equal(sym, clf.predict_codewords(Xte))
     assert_array_equal(labels, ref_labels)
+    # the default graph takes raw features (float32 and float64) and gives class labels
+    for dtype in ("float32", "float64"):
+        model = out.onnx_model if dtype == "float32" else \
+            ecoc_to_onnx(dev.container.arrays, input_dtype=dtype, classes=clf.classes_)
+        got_label, got_sym, got_d2 = _session(model).run(None, {"X": Xte.astype(dtype)})
+        assert_array_equal(got_label, clf.classes_[labels])
+        assert_array_equal(got_sym, sym)
+        assert_array_equal(got_d2, ref_d2)
+    # the device-frame graph takes the int16 frame and gives class indices
+    frame = ecoc_to_onnx(dev.container.arrays, input="frame")
+    got_label, got_sym, got_d2 = _session(frame).run(None, {"q": q})
+    assert_array_equal(got_label, labels)
+    assert_array_equal(got_sym, sym)
+    assert_array_equal(got_d2, ref_d2)
     # noisy learner outputs decode identically on host and device
     noisy = dev.corrupt(sym, 0.2, random_state=0)
     assert_array_equal(dev.decode(noisy), np.searchsorted(clf.classes_, clf.decode(noisy)))
@@ -200,8 +209,11 @@ def test_iris_not_on_grid_still_agrees_with_onnx():
                          code=[[0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 0]]).fit(X, y)
     out = export_ecoc(clf, X)
     q = out.device.quantize(X)
-    assert_array_equal(_session(out.onnx_model).run(["label"], {"q": q})[0],
-                       out.device.predict(q))
+    assert_array_equal(_session(out.onnx_model).run(["label"], {"X": X.astype(np.float32)})[0],
+                       clf.classes_[out.device.predict(out.device.quantize(
+                           X.astype(np.float32)))])
+    assert_array_equal(_session(out.onnx_model).run(["label"], {"X": X.astype(np.float32)})[0],
+                       clf.classes_[out.device.predict(q)])
     assert out.label_mismatches <= 1
 
 
@@ -254,4 +266,4 @@ def test_cli_ecoc_subcommand_and_demo_stage(tmp_path, capsys):
     buf = io.StringIO()
     res = cli_ecoc.run_demo_stage(tmp_path, trials=400, stream=buf)
     assert all(r["onnx_agrees"] for r in res.values())
-    assert "onnxruntime labels == device labels" in buf.getvalue()
+    assert "onnxruntime labels (from the raw features) == device labels" in buf.getvalue()
