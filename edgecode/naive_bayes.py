@@ -37,6 +37,11 @@ class BinaryNaiveBayes(ClassifierMixin, BaseEstimator):
         ``P(X_j = 1 | C = c) = (count_jc + alpha) / (n_c + 2 alpha)``.
         Values below 1e-10 are raised to 1e-10 with a warning so that no
         weight is infinite.
+    binarize : float or None, default=None
+        ``None``: X must hold only 0 and 1 (anything else is refused).
+        A finite float t: features are binarized as ``x > t``. NaN and
+        infinite thresholds are refused (a NaN threshold would silently turn
+        every feature into 0).
 
     Attributes
     ----------
@@ -68,11 +73,14 @@ class BinaryNaiveBayes(ClassifierMixin, BaseEstimator):
     array([1, 0])
     >>> nb.flip_deltas([[1, 0]]).round(3)
     array([[-2.197,  0.   ]])
+    >>> BinaryNaiveBayes(binarize=0.5).fit([[0.2, 0.9], [0.7, 0.1]], [0, 1]).predict([[0.9, 0.0]])
+    array([1])
     """
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "binarize": [None, Real],
+        # an open interval over the reals: refuses NaN and +-inf
+        "binarize": [None, Interval(Real, None, None, closed="neither")],
     }
 
     def __init__(self, alpha=1.0, *, binarize=None):

@@ -39,10 +39,19 @@ def _codes(n_classes, seed=0):
 
 
 # ---------------------------------------------------------------- sklearn checks
+# LinearSVC as scikit-learn checks it for sample weights: the primal solver with a
+# tight tolerance (its default dual solver is stochastic). Every check runs; none
+# is opted out (see tests/test_sklearn_multiclass_adapted.py for the rationale of
+# what is and is not adapted from scikit-learn's own multiclass tests).
 _CHECKED = [ECOCClassifier(LogisticRegression(), code="one_vs_all"),
             ECOCClassifier(DecisionTreeClassifier(), code="nary", N=3, random_state=0),
-            ECOCClassifier(LinearSVC(), code="one_vs_one", decoding="loss"),
-            ECOCClassifier(GaussianNB(), code="nary", N=3, decoding="euclidean")]
+            ECOCClassifier(LinearSVC(dual=False, tol=1e-12), code="one_vs_one",
+                           decoding="loss"),
+            ECOCClassifier(GaussianNB(), code="nary", N=3, decoding="euclidean"),
+            ECOCClassifier(MultinomialNB(), code="one_vs_all", feature_selection=("chi2", 2)),
+            ECOCClassifier(MultinomialNB(), code="dense_random",
+                           feature_selection=("delta", 0.5), random_state=0),
+            ECOCClassifier(LogisticRegression(), code="sparse_random", random_state=0)]
 
 
 @parametrize_with_checks(_CHECKED)

@@ -2,11 +2,13 @@
 
 import math
 import sys
+from numbers import Real
 
 import numpy as np
 
 from .._validation import check_int
 from ._kernels.codes import _anneal, _pair_distances
+from ._memory import check_code_bytes
 from ._random import as_random_state
 
 __all__ = ["annealed", "code_energy"]
@@ -141,17 +143,19 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
     if lo > n:
         raise ValueError(f"min_columns must be <= n_columns={n}; got {lo}")
     for name, v in (("t0", t0), ("t_min", t_min)):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 < v < math.inf):
+        if not isinstance(v, Real) or isinstance(v, bool) or not (0 < v < math.inf):
             raise ValueError(f"{name} must be a positive finite number; got {v!r}")
     if t_min > t0:
         raise ValueError(f"t_min must be <= t0; got t_min={t_min}, t0={t0}")
     for name, v in (("p_flip", p_flip), ("p_add", p_add)):
-        if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        if not isinstance(v, Real) or isinstance(v, bool) or not 0 <= v <= 1:   # NaN fails
             raise ValueError(f"{name} must be in [0, 1]; got {v!r}")
     if p_flip + p_add > 1:
         raise ValueError(f"p_flip + p_add must be <= 1; got {p_flip + p_add}")
     if progress is True:
         progress = _print_progress
+    # the code (up to max_columns), the c x c distance table and its pair indices
+    check_code_bytes("annealed", c, hi, 2 * c * hi + 16 * c * c)
     M = np.zeros((c, hi), np.int8)
     M[:, :n] = M0 if start is not None else _random_binary(rng, c, n)
     D = np.empty((c, c), np.int64)

@@ -52,10 +52,16 @@ from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.tree import BaseDecisionTree
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._metadata_requests import _routing_enabled
+from sklearn.utils._param_validation import (HasMethods, Interval, InvalidParameterError,
+                                             StrOptions)
 from sklearn.utils._tags import get_tags
+from sklearn.utils.metadata_routing import (MetadataRouter, MethodMapping, _raise_for_params,
+                                            process_routing)
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (_check_method_params, _check_sample_weight,
+                                      check_is_fitted, check_non_negative, has_fit_parameter,
+                                      validate_data)
 
 from . import feature_selection as _fs
 from ._kernels.predict import (
@@ -82,7 +88,7 @@ class _ConstantSymbol:
         return np.full(X.shape[0], self.classes_[0])
 
 
-def check_code_matrix(code, n_classes=None, *, name="code"):
+def check_code_matrix(code, n_classes=None, *, name="code", warn=True):
     """Validate an explicit coding matrix; return it as int16 and its alphabet size.
 
     Parameters
@@ -91,6 +97,13 @@ def check_code_matrix(code, n_classes=None, *, name="code"):
         Entries ``-1`` (class unused by the column) or symbols ``0 .. N-1``.
     n_classes : int, optional
         Required number of rows.
+    name : str, default="code"
+        How messages call the matrix.
+    warn : bool, default=True
+        Warn (``UserWarning``) about a degenerate but usable matrix: identical
+        rows (those classes cannot be told apart; the message names the row
+        pairs) and columns whose used entries all hold one symbol (their
+        learners are constant; the message names the columns).
 
     Returns
     -------
@@ -104,10 +117,22 @@ def check_code_matrix(code, n_classes=None, *, name="code"):
         Wrong shape, non-integer entries, entries below -1 or above 32766, a
         row that uses no column.
 
+    Warns
+    -----
+    UserWarning
+        Identical rows or constant columns (when ``warn``).
+
     Examples
     --------
     >>> check_code_matrix([[0, 1], [1, -1], [2, 0]])[1]
     3
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     _ = check_code_matrix([[0, 1, 1], [0, 1, 0], [0, 1, 0]])
+    >>> for m in w: print(m.message)
+    code has identical rows (0-based pairs) [(1, 2)]: those classes cannot be told apart and the lowest class index wins
+    code columns [0, 1] give every used class the same symbol: their learners are constant (they carry no information)
     """
     try:
         arr = np.asarray(code)
@@ -135,24 +160,81 @@ def check_code_matrix(code, n_classes=None, *, name="code"):
     if empty.size:
         raise ValueError(f"{name} row {empty[0]} uses no column (all -1): that class could "
                          "never be predicted")
+    if warn:
+        _warn_degenerate(out, name)
     return out, max(2, int(out.max()) + 1)
 
 
-def _fit_column(estimator, X, y_idx, column, measure, k):
-    """Train the learner of one column; returns (learner, selected features or None)."""
+def _warn_degenerate(code, name):
+    """UserWarnings naming identical rows and constant columns of a valid code."""
+    _, inverse, counts = np.unique(code, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    pairs = []
+    for g in np.flatnonzero(counts > 1):
+        members = np.flatnonzero(inverse == g)
+        pairs.extend((int(members[0]), int(r)) for r in members[1:])
+    if pairs:
+        pairs.sort()
+        more = f" and {len(pairs) - 10} more" if len(pairs) > 10 else ""
+        warnings.warn(f"{name} has identical rows (0-based pairs) {pairs[:10]}{more}: those "
+                      "classes cannot be told apart and the lowest class index wins",
+                      UserWarning, stacklevel=3)
+    used = code >= 0
+    big = np.iinfo(np.int16).max
+    lo = np.where(used, code, big).min(axis=0)
+    hi = np.where(used, code, -1).max(axis=0)
+    const = np.flatnonzero(lo == hi).tolist()
+    if const:
+        more = f" and {len(const) - 10} more" if len(const) > 10 else ""
+        warnings.warn(f"{name} columns {const[:10]}{more} give every used class the same "
+                      "symbol: their learners are constant (they carry no information)",
+                      UserWarning, stacklevel=3)
+
+
+def _fit_column(estimator, X, y_idx, column, measure, k, params, j):
+    """Train the learner of one column; returns (learner, selected features or None).
+
+    ``params`` (fit metadata such as ``sample_weight``) are sliced to the rows
+    the column trains on, like X.
+    """
     target = column[y_idx]
     rows = np.flatnonzero(target >= 0)
     if rows.size != target.shape[0]:
+        params = _check_method_params(X, params, indices=rows)
         X = X[rows]
         target = target[rows]
     symbols = np.unique(target)
     idx = None
     if measure is not None:
-        idx = _fs.select_top_k(X, target, measure, k)
+        idx = _fs.select_top_k(X, target, measure, k, sample_weight=params.get("sample_weight"))
         X = X[:, idx]
     if symbols.shape[0] == 1:
         return _ConstantSymbol(symbols[0]), idx
-    return estimator.fit(X, target), idx
+    fitted = estimator.fit(X, target, **params)
+    if fitted is None:
+        fitted = estimator
+    if not hasattr(fitted, "classes_"):
+        raise TypeError(f"the learner of code column {j} ({type(estimator).__name__}) has no "
+                        "classes_ after fit: ECOCClassifier needs a classifier as its "
+                        "estimator")
+    return fitted, idx
+
+
+def _check_classifier(estimator):
+    """Refuse a base estimator that declares itself a regressor, clusterer, transformer...
+
+    scikit-learn's ``estimator_type`` tag decides; an estimator that declares no
+    type (``None``) is accepted and must show ``classes_`` after fit.
+    """
+    try:
+        kind = get_tags(estimator).estimator_type
+    except Exception:  # no tags at all (not a scikit-learn estimator)
+        kind = None
+    if kind not in (None, "classifier"):
+        raise InvalidParameterError(
+            f"ECOCClassifier needs a classifier as its estimator (each column's learner "
+            f"predicts symbols); got {type(estimator).__name__}, whose estimator_type tag is "
+            f"{kind!r}")
 
 
 def _column_X(X, idx):
@@ -186,7 +268,10 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         ``"ig"``, ``"delta"``; ``K`` an int (features kept) or a float in
         (0, 1] (fraction of the features, rounded up). Each column keeps its
         own top-K terms for its superclass split, scored on term presence
-        (``x != 0``); see :mod:`edgecode.ecoc.feature_selection`.
+        (``x != 0``), weighted by ``sample_weight`` when given; see
+        :mod:`edgecode.ecoc.feature_selection`. ``"chi2"`` is a test on term
+        counts and, like :func:`sklearn.feature_selection.chi2`, needs
+        non-negative X (fit refuses negative values).
     n_jobs : int or None, default=None
         Columns trained in parallel through joblib (``None``: 1, ``-1``: all
         cores, or any joblib backend in a ``parallel_config`` context).
@@ -276,8 +361,55 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         base = get_tags(self.estimator)
         tags.input_tags.sparse = base.input_tags.sparse
-        tags.input_tags.allow_nan = False
+        # NaN only reaches learners that take it (e.g. a pipeline with an imputer,
+        # scikit-learn's trees); predict then uses the learners' own predict
+        tags.input_tags.allow_nan = base.input_tags.allow_nan
+        tags.input_tags.positive_only = self._needs_positive(base)
+        if base.classifier_tags is not None:   # a weak learner makes a weak ensemble
+            tags.classifier_tags.poor_score = base.classifier_tags.poor_score
         return tags
+
+    def _needs_positive(self, base_tags=None):
+        """Non-negative X needed: the base learner says so, or chi2 selection."""
+        if base_tags is None:
+            try:
+                base_tags = get_tags(self.estimator)
+            except Exception:
+                base_tags = None
+        base = bool(base_tags is not None and base_tags.input_tags.positive_only)
+        return base or self._chi2()
+
+    def _chi2(self):
+        fs = self.feature_selection
+        return isinstance(fs, (tuple, list)) and len(fs) == 2 and \
+            isinstance(fs[0], str) and fs[0] == "chi2"
+
+    def get_metadata_routing(self):
+        """How fit metadata is routed: to ``fit`` of every column's learner.
+
+        With ``sklearn.set_config(enable_metadata_routing=True)``, metadata
+        given to :meth:`fit` (``sample_weight`` or others) reaches each
+        learner's ``fit`` when the base estimator requests it
+        (``estimator.set_fit_request(sample_weight=True)``); sample-aligned
+        metadata is sliced to the rows the column trains on.
+
+        Returns
+        -------
+        routing : sklearn.utils.metadata_routing.MetadataRouter
+
+        Examples
+        --------
+        >>> import sklearn
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> with sklearn.config_context(enable_metadata_routing=True):
+        ...     base = LogisticRegression().set_fit_request(sample_weight=True)
+        ...     r = ECOCClassifier(base).get_metadata_routing()
+        ...     print(r.consumes("fit", ["sample_weight", "groups"]))
+        {'sample_weight'}
+        """
+        return MetadataRouter(owner=self).add(
+            estimator=self.estimator,
+            method_mapping=MethodMapping().add(caller="fit", callee="fit"))
 
     # ------------------------------------------------------------------ fit
     def _selection(self):
@@ -293,6 +425,27 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
                              f"got {measure!r}")
         return measure, _fs.resolve_k(k, self.n_features_in_)
 
+    def _fit_metadata(self, X, sample_weight, fit_params):
+        """The metadata every learner's ``fit`` gets (before slicing to a column's rows)."""
+        if _routing_enabled():
+            if sample_weight is not None:
+                fit_params = dict(fit_params, sample_weight=sample_weight)
+            params = dict(process_routing(self, "fit", **fit_params).estimator.fit)
+        elif sample_weight is None:
+            params = {}
+        else:
+            if not has_fit_parameter(self.estimator, "sample_weight"):
+                raise ValueError(
+                    f"sample_weight was given but the base estimator "
+                    f"{type(self.estimator).__name__}'s fit does not accept sample_weight; "
+                    "use a learner that does, drop the weights, or route metadata with "
+                    "sklearn.set_config(enable_metadata_routing=True)")
+            params = {"sample_weight": sample_weight}
+        if params.get("sample_weight") is not None:
+            params["sample_weight"] = _check_sample_weight(params["sample_weight"], X,
+                                                           ensure_non_negative=True)
+        return params
+
     def _make_code(self, n_classes, seed):
         if isinstance(self.code, str):
             from edgecode.ecoc import make_code  # the code designs (another module)
@@ -302,20 +455,54 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         return check_code_matrix(self.code, n_classes)
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None, **fit_params):
         """Train one learner per column of the code.
 
         Parameters
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights. Each column's learner gets the weights
+            of the rows it trains on (all rows for a binary or N-ary column;
+            the rows of the classes it uses for a ternary one), and per-column
+            feature selection counts weighted rows. The base estimator's
+            ``fit`` must accept ``sample_weight`` (else ValueError). With
+            metadata routing enabled, the weights are routed like any other
+            metadata (the base estimator must request them).
+        **fit_params : dict
+            Other metadata for the learners' ``fit``; only with
+            ``sklearn.set_config(enable_metadata_routing=True)`` (see
+            :meth:`get_metadata_routing`).
 
         Returns
         -------
         self
+
+        Examples
+        --------
+        Integer weights act as repeated rows:
+
+        >>> import numpy as np
+        >>> from sklearn.naive_bayes import MultinomialNB
+        >>> X = np.array([[3., 0], [2, 1], [0, 3], [1, 2], [1, 1]])
+        >>> y = np.array([0, 0, 1, 1, 2])
+        >>> w = np.array([1, 2, 1, 1, 3])
+        >>> a = ECOCClassifier(MultinomialNB(), code="one_vs_all").fit(X, y, sample_weight=w)
+        >>> b = ECOCClassifier(MultinomialNB(), code="one_vs_all").fit(np.repeat(X, w, 0),
+        ...                                                           np.repeat(y, w))
+        >>> bool(np.allclose(a.decision_function(X), b.decision_function(X)))
+        True
         """
+        _raise_for_params(fit_params, self, "fit")
+        _check_classifier(self.estimator)
         X, y = validate_data(self, X, y, accept_sparse=["csr", "csc"], dtype="numeric",
-                             ensure_all_finite=True)
+                             ensure_all_finite=self._finite_rule())
+        if self._needs_positive():
+            why = "chi2 feature selection" if self._chi2() else \
+                f"base estimator {type(self.estimator).__name__}"
+            check_non_negative(X, f"ECOCClassifier (its {why} needs X >= 0)")
+        metadata = self._fit_metadata(X, sample_weight, fit_params)
         check_classification_targets(y)
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.shape[0] < 2:
@@ -336,17 +523,9 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
                 est.set_params(random_state=int(seeds[j]))
             learners.append(est)
         fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_column)(learners[j], X, y_idx, code[:, j], measure, k)
+            delayed(_fit_column)(learners[j], X, y_idx, code[:, j], measure, k, metadata, j)
             for j in range(m))
-        const = [j for j, (e, _) in enumerate(fitted) if isinstance(e, _ConstantSymbol)]
-        if const:
-            warnings.warn(f"code columns {const[:10]} give every used class the same symbol; "
-                          "their learners are constant (they carry no information)",
-                          UserWarning)
-        rows, counts = np.unique(code, axis=0, return_counts=True)
-        if (counts > 1).any():
-            warnings.warn("code has identical rows: those classes cannot be told apart and "
-                          "the lowest class index wins", UserWarning)
+        # identical rows and constant columns were reported by check_code_matrix
         self.classes_ = classes
         self.code_ = code
         self.n_symbols_ = n_sym
@@ -496,7 +675,14 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
             return X
         check_is_fitted(self)
         return validate_data(self, X, reset=False, accept_sparse=["csr", "csc"],
-                             dtype="numeric", ensure_all_finite=True)
+                             dtype="numeric", ensure_all_finite=self._finite_rule())
+
+    def _finite_rule(self):
+        """``ensure_all_finite`` of the input gate: NaN passes iff the base learner takes it."""
+        try:
+            return "allow-nan" if get_tags(self.estimator).input_tags.allow_nan else True
+        except Exception:
+            return True
 
     def predict_codewords(self, X):
         """The learners' outputs: one symbol per column, shape (n_samples, n_columns), int16.
@@ -516,7 +702,9 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
             scores = np.ascontiguousarray(scores + self._lin_b)
             _linear_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
                             self._classes_flat, sym)
-        elif path == "tree" and not sp.issparse(X):
+        elif path == "tree" and not sp.issparse(X) and not np.isnan(X).any():
+            # (NaN rows follow each tree's learned missing-value branch: the
+            # learners' own predict below)
             X32 = np.ascontiguousarray(X, dtype=np.float32)
             _tree_symbols(X32, self._tree_feature, self._tree_threshold, self._tree_left,
                           self._tree_right, self._tree_leaf, self._tree_root, sym)

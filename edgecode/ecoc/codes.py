@@ -15,13 +15,14 @@ import numpy as np
 from .._config import ECOC_EXHAUSTIVE_MAX_CLASSES, ECOC_MAX_SYLVESTER
 from .._validation import check_int
 from ._kernels.codes import _random_search
+from ._memory import MAX_CODE_BYTES, check_code_bytes
 from ._random import as_random_state
 from .annealing import annealed
 from .bch import bch_generator, bch_generator_matrix, bch_lengths
 from .quality import _code_key
 from .sylvester import is_prime, sylvester_entries, truncate
 
-__all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
+__all__ = ["make_code", "DESIGNS", "MAX_CODE_BYTES", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
            "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed"]
 
 
@@ -94,6 +95,7 @@ def one_vs_all(n_classes, n_columns=None):
     c = _check_classes(n_classes)
     if n_columns is not None and check_int(n_columns, name="n_columns", low=1) != c:
         raise ValueError(f"n_columns must be n_classes={c} for one_vs_all; got {n_columns}")
+    check_code_bytes("one_vs_all", c, c, c * c)
     return np.eye(c, dtype=np.int8)
 
 
@@ -126,6 +128,7 @@ def one_vs_one(n_classes, n_columns=None):
     n = c * (c - 1) // 2
     if n_columns is not None and check_int(n_columns, name="n_columns", low=1) != n:
         raise ValueError(f"n_columns must be c(c-1)/2 = {n} for one_vs_one; got {n_columns}")
+    check_code_bytes("one_vs_one", c, n, c * n + 24 * n)    # matrix + pair indices
     M = np.full((c, n), -1, dtype=np.int8)
     i, j = np.triu_indices(c, 1)
     cols = np.arange(n)
@@ -167,6 +170,7 @@ def exhaustive(n_classes, n_columns=None):
                          f"{ECOC_EXHAUSTIVE_MAX_CLASSES}. Use 'dense_random', 'nary' or 'bch'.")
     full = 2 ** (c - 1) - 1
     n = _check_columns(n_columns, full, limit=full, why=f"the exhaustive code for {c} classes")
+    check_code_bytes("exhaustive", c, n, c * n + 16 * n)
     j = np.arange(n)
     M = np.empty((c, n), dtype=np.int8)
     M[0] = 1
@@ -178,11 +182,14 @@ def exhaustive(n_classes, n_columns=None):
 # ----------------------------------------------------------------- random designs
 
 
-def _best_random(c, n, N, p_unused, n_draws, criterion, random_state):
+def _best_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
     crit = {"row": 0, "total": 1}
     if criterion not in crit:
         raise ValueError(f"criterion must be 'row' (d_r) or 'total' (d_T); got {criterion!r}")
     n_draws = check_int(n_draws, name="n_draws", low=1)
+    # best, current, two transposed copies, row and column distance tables
+    item = np.dtype(_dtype(N)).itemsize
+    check_code_bytes(design, c, n, 4 * c * n * item + 8 * c * c + 8 * n * n)
     best = np.empty((c, n), _dtype(N))
     cur = np.empty((c, n), _dtype(N))
     max_attempts = 20 * n_draws + 1000
@@ -241,7 +248,7 @@ def dense_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", ran
     if n < 63 and c > 2 ** n:
         raise ValueError(f"n_columns={n} is too small: {c} distinct binary rows need "
                          f">= {math.ceil(math.log2(c))} columns")
-    return _best_random(c, n, 2, 0.0, n_draws, criterion, random_state)
+    return _best_random(c, n, 2, 0.0, n_draws, criterion, random_state, "dense_random")
 
 
 def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_unused=0.5,
@@ -285,7 +292,8 @@ def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_
                            "1)")
     if not isinstance(p_unused, (int, float)) or not 0 <= p_unused < 1:
         raise ValueError(f"p_unused must be in [0, 1); got {p_unused!r}")
-    return _best_random(c, n, 2, float(p_unused), n_draws, criterion, random_state)
+    return _best_random(c, n, 2, float(p_unused), n_draws, criterion, random_state,
+                        "sparse_random")
 
 
 def nary_random(n_classes, n_columns=None, N=3, *, n_draws=1000, criterion="total",
@@ -324,7 +332,7 @@ def nary_random(n_classes, n_columns=None, N=3, *, n_draws=1000, criterion="tota
     if n * math.log(N) < math.log(c):
         raise ValueError(f"n_columns={n} is too small: {c} distinct {N}-ary rows need "
                          f">= {math.ceil(math.log(c) / math.log(N))} columns")
-    return _best_random(c, n, N, 0.0, n_draws, criterion, random_state)
+    return _best_random(c, n, N, 0.0, n_draws, criterion, random_state, "nary_random")
 
 
 # ----------------------------------------------------------------- Sylvester designs
@@ -417,6 +425,12 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
     if need > ECOC_MAX_SYLVESTER or (k is not None and N ** k > ECOC_MAX_SYLVESTER):
         raise ValueError(f"n_classes/n_columns too large: the Sylvester matrix would exceed "
                          f"ECOC_MAX_SYLVESTER={ECOC_MAX_SYLVESTER} rows")
+    item = np.dtype(_dtype(N)).itemsize
+    if truncation == "adaptive":   # int64 working copy, row/column distance tables
+        work = (8 + item) * c * n + 8 * c * c + 8 * n * n
+    else:
+        work = item * c * n
+    check_code_bytes(f"nary(N={N}, truncation={truncation!r})", c, n, work)
     rows, cols, kk = truncate(c, n, N, rule=truncation, k=k)
     M = sylvester_entries(rows, cols, N, kk)
     if truncation == "top_left":
@@ -527,6 +541,8 @@ def bch(n_classes, n_columns=None, *, t=None, n_draws=20, random_state=None):
                          f"it has {2 ** kdim - 1} non-zero codewords; use a smaller t or a "
                          "longer code")
     n_draws = check_int(n_draws, name="n_draws", low=1)
+    # messages, their int64 product with G, the int8 code (two alive at a time)
+    check_code_bytes("bch", c, n, 9 * c * kdim + 8 * c * n + 2 * c * n)
     rs = as_random_state(random_state)
     best, best_key = None, None
     for _ in range(n_draws):

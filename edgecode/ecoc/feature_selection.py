@@ -30,7 +30,7 @@ __all__ = ["MEASURES", "document_frequencies", "feature_scores", "select_top_k",
 MEASURES = ("chi2", "ig", "delta")
 
 
-def document_frequencies(X, target):
+def document_frequencies(X, target, sample_weight=None):
     """Counts of rows containing each term, per superclass.
 
     Parameters
@@ -38,6 +38,9 @@ def document_frequencies(X, target):
     X : ndarray or sparse matrix of shape (n_samples, n_features)
     target : ndarray of int, shape (n_samples,)
         The superclass (symbol) of each row.
+    sample_weight : ndarray of shape (n_samples,), optional
+        Row weights: a row counts ``sample_weight[i]`` times (integer weights
+        give the counts of the data with rows repeated).
 
     Returns
     -------
@@ -50,7 +53,8 @@ def document_frequencies(X, target):
     """
     symbols, idx = np.unique(target, return_inverse=True)
     onehot = np.zeros((idx.shape[0], symbols.shape[0]))
-    onehot[np.arange(idx.shape[0]), idx] = 1.0
+    onehot[np.arange(idx.shape[0]), idx] = 1.0 if sample_weight is None else \
+        np.asarray(sample_weight, dtype=np.float64).reshape(-1)
     if sp.issparse(X):
         P = X.tocsr(copy=True)
         P.eliminate_zeros()
@@ -61,7 +65,7 @@ def document_frequencies(X, target):
     return df, onehot.sum(axis=0), symbols
 
 
-def feature_scores(X, target, measure):
+def feature_scores(X, target, measure, sample_weight=None):
     """Score every term for the superclass split ``target`` (larger = more discriminant).
 
     Parameters
@@ -69,6 +73,8 @@ def feature_scores(X, target, measure):
     X : ndarray or sparse matrix of shape (n_samples, n_features)
     target : ndarray of int, shape (n_samples,)
     measure : {"chi2", "ig", "delta"}
+    sample_weight : ndarray of shape (n_samples,), optional
+        Row weights (see :func:`document_frequencies`).
 
     Returns
     -------
@@ -83,12 +89,13 @@ def feature_scores(X, target, measure):
     """
     if measure not in MEASURES:
         raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}")
-    df, sizes, _ = document_frequencies(X, target)
+    df, sizes, _ = document_frequencies(X, target, sample_weight)
     n = sizes.sum()
     if measure == "delta":
-        rate_in = df / np.maximum(sizes, 1.0)
-        rest = n - sizes
-        rate_out = (df.sum(axis=1, keepdims=True) - df) / np.maximum(rest, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate_in = np.where(sizes > 0, df / sizes, 0.0)
+            rest = n - sizes
+            rate_out = np.where(rest > 0, (df.sum(axis=1, keepdims=True) - df) / rest, 0.0)
         score = np.abs(rate_in - rate_out)
         return score.max(axis=1) if score.shape[1] > 2 else score[:, -1]
     present = df                              # (F, S)
@@ -122,8 +129,12 @@ def resolve_k(k, n_features):
     raise TypeError(f"feature_selection K must be an int count or a float fraction; got {k!r}")
 
 
-def select_top_k(X, target, measure, k):
-    """Sorted indices of the ``k`` best terms for the split ``target`` (ties: lower index)."""
-    score = feature_scores(X, target, measure)
+def select_top_k(X, target, measure, k, sample_weight=None):
+    """Sorted indices of the ``k`` best terms for the split ``target`` (ties: lower index).
+
+    ``sample_weight`` (optional, shape (n_samples,)) weights the rows as in
+    :func:`document_frequencies`.
+    """
+    score = feature_scores(X, target, measure, sample_weight)
     order = np.argsort(-score, kind="stable")[:k]
     return np.sort(order).astype(np.intp)

@@ -4,12 +4,34 @@ tags, the random generator and the ITQ rotation."""
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .codes import pack_bits
 
 OUTPUTS = ("bits", "uint8", "uint64")
+
+#: Largest working memory (bytes) a hasher's state may take: 2 GiB.  Sizes are
+#: driven by parameters (``sketch_size``, ``n_anchors``) and ``n_features``, so
+#: fit prices its arrays first and refuses above this.
+MAX_STATE_BYTES = 2 * 2 ** 30
+
+
+def check_state_bytes(who, what, nbytes):
+    """Raise ValueError if a hasher's state ``what`` needs more than MAX_STATE_BYTES.
+
+    >>> check_state_bytes("SSBC", "a 64 x 256 sketch", 10 ** 6)
+    >>> check_state_bytes("SSBC", "a 10**9 x 256 sketch", 4 * 10 ** 12)
+    Traceback (most recent call last):
+    ...
+    ValueError: SSBC: a 10**9 x 256 sketch needs about 4,000,000,000,000 bytes (3.73e+03 GiB), above the limit of 2,147,483,648 bytes (2 GiB, edgecode.hashing._base.MAX_STATE_BYTES); use smaller parameters
+    """
+    nbytes = int(nbytes)
+    if nbytes > MAX_STATE_BYTES:
+        raise ValueError(
+            f"{who}: {what} needs about {nbytes:,} bytes ({nbytes / 2 ** 30:.3g} GiB), above "
+            f"the limit of {MAX_STATE_BYTES:,} bytes ({MAX_STATE_BYTES / 2 ** 30:.3g} GiB, "
+            "edgecode.hashing._base.MAX_STATE_BYTES); use smaller parameters")
 
 
 def generator(random_state):
@@ -50,12 +72,32 @@ def itq_rotation(V, n_iter, rng, R0=None):
     return R
 
 
-class BinaryHasher(TransformerMixin, BaseEstimator):
+def n_output_columns(n_bits, output):
+    """Columns of a code matrix of ``n_bits`` bits in an output format.
+
+    >>> [n_output_columns(70, o) for o in OUTPUTS]
+    [70, 9, 2]
+    """
+    return {"bits": n_bits, "uint8": -(-n_bits // 8), "uint64": -(-n_bits // 64)}[output]
+
+
+class BinaryHasher(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base of the hashers: ``transform`` gives {0,1} bits or packed codes.
 
     Subclasses implement ``_bits(X)`` (bool array (N, n_bits)) on validated
     float64 input.
+
+    Output column names (:meth:`get_feature_names_out`, used by
+    ``set_output(transform="pandas")``) follow scikit-learn's
+    ``ClassNamePrefixFeaturesOutMixin``: the lower-case class name and the
+    column index, ``ssbc0 .. ssbc{k-1}`` for k bits; with a packed ``output``
+    column i is byte (``"uint8"``) or word (``"uint64"``) i.
     """
+
+    @property
+    def _n_features_out(self):
+        # fitted only (projection_ is set by fit): unfitted -> AttributeError -> NotFitted
+        return n_output_columns(self.projection_.shape[1], self.output)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ._base import BinaryHasher, generator, itq_rotation
+from ._base import BinaryHasher, check_state_bytes, generator, itq_rotation
 from .sketch import _one_blas_thread
 
 __all__ = ["SignRandomProjection", "PCASign", "ITQ"]
@@ -37,6 +37,13 @@ class _Stats(BinaryHasher):
         X = validate_data(self, X, reset=first, dtype=np.float64)
         if first:
             d = X.shape[1]
+            k = int(self.n_bits)
+            if self._scatter:   # scatter matrix, covariance, eigenvectors, projection
+                check_state_bytes(type(self).__name__, f"the {d} x {d} scatter matrix of "
+                                  f"{d} features", 8 * (3 * d * d + 2 * d * k))
+            else:
+                check_state_bytes(type(self).__name__, f"a {d} x {k} projection",
+                                  8 * d * k)
             self._rng = generator(self.random_state)
             self._count = 0
             self._sum = np.zeros(d)

@@ -4,9 +4,12 @@ import contextlib
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                          _fit_context)
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import check_state_bytes
 
 __all__ = ["FrequentDirections"]
 
@@ -74,7 +77,7 @@ def _shrink(rows, keep):
     return s2[:r, None] * Vt[:r], s, Vt, max(delta, lost)
 
 
-class FrequentDirections(TransformerMixin, BaseEstimator):
+class FrequentDirections(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Frequent Directions sketch (Liberty 2013; Ghashami et al. 2016).
 
     Rows arrive in any batches; the sketch keeps a buffer of ``2 ell`` rows.
@@ -123,6 +126,9 @@ class FrequentDirections(TransformerMixin, BaseEstimator):
 
     # -- streaming --------------------------------------------------------
     def _reset(self, d):
+        ell = int(self.ell)
+        check_state_bytes("FrequentDirections", f"ell={ell} on {d} features (a {2 * ell} x "
+                          f"{d} buffer)", 8 * (4 * ell * d + 8 * ell * ell))
         self._buf = np.zeros((2 * self.ell, d))
         self._filled = 0
         self.n_rows_seen_ = 0
@@ -195,8 +201,16 @@ class FrequentDirections(TransformerMixin, BaseEstimator):
                 delattr(self, attr)
         return self.partial_fit(X)
 
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
     def transform(self, X):
-        """Coordinates of X in the sketch's right singular basis, (n_samples, ell)."""
+        """Coordinates of X in the sketch's right singular basis, (n_samples, ell).
+
+        Output columns are named ``frequentdirections0 .. frequentdirections{ell-1}``
+        (:meth:`get_feature_names_out`).
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_.T

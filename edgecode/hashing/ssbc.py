@@ -14,7 +14,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import HASHING_BLOCK_ROWS, SSBC_SIGMA_NEIGHBOR
-from ._base import BinaryHasher, format_codes, generator, itq_rotation
+from .._validation import check_int
+from ._base import BinaryHasher, check_state_bytes, format_codes, generator, itq_rotation
 from ._kernels import _affinity_from_gram
 from .baselines import _reservoir_update
 from .sketch import FrequentDirections, _one_blas_thread, _shrink
@@ -51,6 +52,7 @@ def gaussian_affinity(X, anchors, sigma, out=None):
 def auto_sigma(anchors, neighbor=SSBC_SIGMA_NEIGHBOR):
     """Mean over anchors of the squared distance to their ``neighbor``-th nearest
     other anchor (clipped to the available count); 1.0 if that is 0."""
+    neighbor = check_int(neighbor, name="neighbor", low=1)
     A = np.asarray(anchors, dtype=np.float64)
     m = A.shape[0]
     if m < 2:
@@ -206,6 +208,7 @@ class SSBC(BinaryHasher):
 
     def _start(self, d):
         self._n_warm = self._check_params()
+        self._check_memory(d, self._n_warm)
         self._rng = generator(self.random_state)
         self._warm = np.empty((0, d))
         self._res = np.empty(0, dtype=np.int64)      # reservoir: indices into _warm
@@ -216,6 +219,20 @@ class SSBC(BinaryHasher):
         self._sample_rng = generator(int(self._rng.integers(2**31)))
         self.n_samples_seen_ = 0
         self.warmup_done_ = False
+
+    def _check_memory(self, d, n_warm):
+        """Refuse parameters whose state would exceed MAX_STATE_BYTES (before allocating)."""
+        m, ell, k = int(self.n_anchors), int(self.sketch_size), int(self.n_bits)
+        floats = (2 * m * d                              # anchors (+ ITQ sample)
+                  + 2 * n_warm * d                       # warm-up buffer (and its copy)
+                  + 2 * ell * m                          # sketch buffer (2 ell x m)
+                  + 8 * ell * ell                        # Gram matrix and eigenvectors
+                  + max(HASHING_BLOCK_ROWS, n_warm) * m  # affinity rows of a block
+                  + 2 * m * k)                           # V_k and projection
+        check_state_bytes(
+            "SSBC", f"sketch_size={ell}, n_anchors={m}, n_warmup={n_warm} on {d} features "
+            f"(a {2 * ell} x {m} sketch buffer, {m} x {d} anchors, {n_warm} x {d} warm-up "
+            "buffer)", 8 * floats)
 
     def _forget(self):
         for a in ("_warm", "_fd", "_V", "_rng", "_res", "_wsum", "_sample", "_sample_rng"):
