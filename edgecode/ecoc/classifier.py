@@ -50,6 +50,7 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.naive_bayes import MultinomialNB
+from sklearn.pipeline import Pipeline
 from sklearn.tree import BaseDecisionTree
 from sklearn.utils import check_random_state
 from sklearn.utils._metadata_requests import _routing_enabled
@@ -220,6 +221,24 @@ def _fit_column(estimator, X, y_idx, column, measure, k, params, j):
     return fitted, idx
 
 
+def _takes_nan(estimator):
+    """The base learner's ``allow_nan`` tag; for a Pipeline, also its first step's.
+
+    scikit-learn's Pipeline does not pass its first step's ``allow_nan`` on,
+    yet the data (NaN included) goes to that step: ``make_pipeline(SimpleImputer(),
+    LogisticRegression())`` takes NaN.
+    """
+    try:
+        if isinstance(estimator, Pipeline):
+            first = next((e for _, e in estimator.steps if e not in (None, "passthrough")),
+                         None)
+            if first is not None and get_tags(first).input_tags.allow_nan:
+                return True
+        return bool(get_tags(estimator).input_tags.allow_nan)
+    except Exception:
+        return False
+
+
 def _check_classifier(estimator):
     """Refuse a base estimator that declares itself a regressor, clusterer, transformer...
 
@@ -363,7 +382,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = base.input_tags.sparse
         # NaN only reaches learners that take it (e.g. a pipeline with an imputer,
         # scikit-learn's trees); predict then uses the learners' own predict
-        tags.input_tags.allow_nan = base.input_tags.allow_nan
+        tags.input_tags.allow_nan = _takes_nan(self.estimator)
         tags.input_tags.positive_only = self._needs_positive(base)
         if base.classifier_tags is not None:   # a weak learner makes a weak ensemble
             tags.classifier_tags.poor_score = base.classifier_tags.poor_score
@@ -679,10 +698,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
 
     def _finite_rule(self):
         """``ensure_all_finite`` of the input gate: NaN passes iff the base learner takes it."""
-        try:
-            return "allow-nan" if get_tags(self.estimator).input_tags.allow_nan else True
-        except Exception:
-            return True
+        return "allow-nan" if _takes_nan(self.estimator) else True
 
     def predict_codewords(self, X):
         """The learners' outputs: one symbol per column, shape (n_samples, n_columns), int16.
