@@ -3,8 +3,9 @@
 * ``_ctpop``             -- LLVM ``ctpop`` on a uint64 (one POPCNT instruction),
   imported from :mod:`edgecode._kernels` (the one host-side copy).
 * ``_affinity_from_gram`` -- Gaussian affinities from a cross product, in place.
-* ``_hamming_topk``      -- top-k Hamming search over packed uint64 codes
-  (bounded buckets per distance, one database pass per block of queries).
+* ``_hamming_topk_tiled`` -- top-k Hamming search over codes held as
+  transposed tiles (vectorised distances per tile and block of queries,
+  bounded buckets per distance).
 * ``_rank_metrics``      -- recall@R, precision@R and average precision of one
   Hamming ranking per query against its true neighbours.
 
@@ -18,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._config import NJIT
+from .._config import NJIT, NJIT_NOGIL
 from .._kernels import _ctpop  # the one host-side popcount
 
 
@@ -48,10 +49,6 @@ def _distances(db, q, out, hist):
         hist[s] += 1
 
 
-#: queries scanned together in one pass over the database (loads amortised)
-_QBLOCK = 8
-
-
 @njit(**NJIT)
 def _offer(qb, d, i, k, thr, total, sizes, bucket):
     """Offer item i at distance d to query qb's bounded top-k buckets."""
@@ -71,116 +68,114 @@ def _offer(qb, d, i, k, thr, total, sizes, bucket):
         thr[qb] = t
 
 
-@njit(**NJIT)
-def _hamming_topk(db, queries, k, out_dist, out_idx):
-    """The k nearest rows of ``db`` to each query, sorted by (distance, index).
-
-    One pass over the database per block of ``_QBLOCK`` queries.  Each query
-    keeps, per possible distance, the indices met so far (at most k each) and
-    the threshold ``thr``: the largest kept distance once k items are kept.
-    A row farther than ``thr`` (or tied with it when k are kept: later rows
-    lose ties) is skipped after one XOR + popcount + compare, so the scan
-    rarely stores anything.
-    """
-    n, W = db.shape
-    nq = queries.shape[0]
-    B = 64 * W
-    thr = np.empty(_QBLOCK, dtype=np.int64)
-    total = np.empty(_QBLOCK, dtype=np.int64)
-    sizes = np.empty((_QBLOCK, B + 1), dtype=np.int64)
-    bucket = np.empty((_QBLOCK, B + 1, k), dtype=np.int64)
-    for q0 in range(0, nq, _QBLOCK):
-        nb = min(_QBLOCK, nq - q0)
-        thr[:] = B
-        total[:] = 0
-        sizes[:, :] = 0
-        if W == 1:
-            for i in range(n):
-                x = db[i, 0]
-                for qb in range(nb):
-                    d = np.int64(_ctpop(x ^ queries[q0 + qb, 0]))
-                    if d <= thr[qb]:
-                        _offer(qb, d, i, k, thr, total, sizes, bucket)
-        elif W == 2:
-            for i in range(n):
-                x0 = db[i, 0]
-                x1 = db[i, 1]
-                for qb in range(nb):
-                    d = np.int64(_ctpop(x0 ^ queries[q0 + qb, 0])) + \
-                        np.int64(_ctpop(x1 ^ queries[q0 + qb, 1]))
-                    if d <= thr[qb]:
-                        _offer(qb, d, i, k, thr, total, sizes, bucket)
-        else:
-            for i in range(n):
-                for qb in range(nb):
-                    d = np.int64(_ctpop(db[i, 0] ^ queries[q0 + qb, 0]))
-                    for w in range(1, W):
-                        d += np.int64(_ctpop(db[i, w] ^ queries[q0 + qb, w]))
-                    if d <= thr[qb]:
-                        _offer(qb, d, i, k, thr, total, sizes, bucket)
-        for qb in range(nb):
-            p = 0
-            for d in range(B + 1):
-                for c in range(sizes[qb, d]):
-                    if p < k:
-                        out_idx[q0 + qb, p] = bucket[qb, d, c]
-                        out_dist[q0 + qb, p] = d
-                        p += 1
+#: codes per tile of the scan (transposed: word w of the tile's codes contiguous), and queries scanned against a tile while it is in cache
+TILE = 256
+_TQBLOCK = 16
 
 
-#: codes per chunk of the 64-bit scan: distances of a chunk go to a uint8
-#: buffer in one vectorisable loop that also counts the candidates; chunks
-#: without any are skipped
-_CHUNK64 = 256
-
-
-@njit(**NJIT)
-def _chunk_distances(col, x, out, t):
-    """uint8 Hamming distances of ``col`` (1-D uint64) to ``x``; count of those <= t."""
+@njit(**NJIT_NOGIL)
+def _tile_distances(tile, q, d, th):
+    """``d[i] = sum_w popcount(tile[w, i] ^ q[w])``, two words at a time over the
+    tile's contiguous columns (loops the compiler vectorises: AVX2 vector
+    popcount); returns how many are <= ``th`` (a tile without one is skipped)."""
+    W, T = tile.shape
     cnt = 0
-    for i in range(col.shape[0]):
-        d = np.uint8(_ctpop(col[i] ^ x))
-        out[i] = d
-        cnt += np.int64(d <= t)
+    if W == 1:
+        qa = q[0]
+        ra = tile[0]
+        for i in range(T):
+            x = _ctpop(ra[i] ^ qa)
+            d[i] = x
+            cnt += np.int64(x <= th)
+        return cnt
+    if W == 2:
+        qa = q[0]
+        qb = q[1]
+        ra = tile[0]
+        rb = tile[1]
+        for i in range(T):
+            x = _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
+            d[i] = x
+            cnt += np.int64(x <= th)
+        return cnt
+    # W >= 3: the first one or two words, pairs, the last pair with the count
+    qa = q[0]
+    ra = tile[0]
+    if W % 2 == 1:
+        for i in range(T):
+            d[i] = _ctpop(ra[i] ^ qa)
+        w = 1
+    else:
+        qb = q[1]
+        rb = tile[1]
+        for i in range(T):
+            d[i] = _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
+        w = 2
+    while w < W - 2:
+        qa = q[w]
+        qb = q[w + 1]
+        ra = tile[w]
+        rb = tile[w + 1]
+        for i in range(T):
+            d[i] += _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
+        w += 2
+    qa = q[W - 2]
+    qb = q[W - 1]
+    ra = tile[W - 2]
+    rb = tile[W - 1]
+    for i in range(T):
+        x = d[i] + _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
+        d[i] = x
+        cnt += np.int64(x <= th)
     return cnt
 
 
-@njit(**NJIT)
-def _hamming_topk_64(col, queries, k, out_dist, out_idx):
-    """:func:`_hamming_topk` for 64-bit codes held as 1-D arrays (same results).
+@njit(**NJIT_NOGIL)
+def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop):
+    """The k nearest codes to each query, sorted by (distance, index).
 
-    One pass per query; each chunk's distances are computed by a loop the
-    compiler vectorises (1-D contiguous input, uint8 output: vector popcount
-    where the CPU has it), and only chunks with a candidate at or below the
-    current threshold are offered, in index order, to the bounded buckets.
+    ``tiles[t, w, i]`` is word w of code ``t * TILE + i`` (codes past ``n``
+    are padding and never offered). Queries ``[q_start, q_stop)`` go in
+    blocks of ``_TQBLOCK``: each tile is scanned for every query of the block
+    while it is in cache (vectorised distances, :func:`_tile_distances`),
+    then the distances at or below a query's threshold are offered, in index
+    order, to its bounded buckets (per possible distance, at most k indices;
+    the threshold ``thr`` is the largest kept distance once k are kept, and a
+    code farther, or tied with it when k are kept, is skipped): ties keep the
+    lower index.
     """
-    n = col.shape[0]
-    thr = np.empty(1, dtype=np.int64)
-    total = np.empty(1, dtype=np.int64)
-    sizes = np.empty((1, 65), dtype=np.int64)
-    bucket = np.empty((1, 65, k), dtype=np.int64)
-    buf = np.empty(_CHUNK64, dtype=np.uint8)
-    for qi in range(queries.shape[0]):
-        thr[0] = 64
-        total[0] = 0
+    nt, W, T = tiles.shape
+    B = 64 * W
+    thr = np.empty(_TQBLOCK, dtype=np.int64)
+    total = np.empty(_TQBLOCK, dtype=np.int64)
+    sizes = np.empty((_TQBLOCK, B + 1), dtype=np.int64)
+    bucket = np.empty((_TQBLOCK, B + 1, k), dtype=np.int64)
+    d = np.empty(T, dtype=np.int64)
+    for q0 in range(q_start, q_stop, _TQBLOCK):
+        nb = min(_TQBLOCK, q_stop - q0)
+        thr[:] = B
+        total[:] = 0
         sizes[:, :] = 0
-        x = queries[qi]
-        for c0 in range(0, n, _CHUNK64):
-            m = min(_CHUNK64, n - c0)
-            t = np.uint8(thr[0])
-            if _chunk_distances(col[c0:c0 + m], x, buf, t) == 0:
-                continue
-            for i in range(m):
-                if buf[i] <= t:
-                    _offer(0, np.int64(buf[i]), c0 + i, k, thr, total, sizes, bucket)
-                    t = np.uint8(thr[0])
-        p = 0
-        for d in range(65):
-            for c in range(sizes[0, d]):
-                if p < k:
-                    out_idx[qi, p] = bucket[0, d, c]
-                    out_dist[qi, p] = d
-                    p += 1
+        for t in range(nt):
+            base = t * T
+            m = min(T, n - base)
+            tile = tiles[t]
+            for qb in range(nb):
+                th = thr[qb]
+                if _tile_distances(tile, queries[q0 + qb], d, th) == 0:
+                    continue
+                for i in range(m):
+                    if d[i] <= th:
+                        _offer(qb, d[i], base + i, k, thr, total, sizes, bucket)
+                        th = thr[qb]
+        for qb in range(nb):
+            p = 0
+            for dd in range(B + 1):
+                for c in range(sizes[qb, dd]):
+                    if p < k:
+                        out_idx[q0 + qb, p] = bucket[qb, dd, c]
+                        out_dist[q0 + qb, p] = dd
+                        p += 1
 
 
 @njit(**NJIT)

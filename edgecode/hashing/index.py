@@ -2,8 +2,9 @@
 
 import numpy as np
 
+from .._parallel import n_workers, run_chunks, split
 from .._validation import check_int
-from ._kernels import _hamming_topk, _hamming_topk_64
+from ._kernels import TILE, _hamming_topk_tiled
 from .codes import as_words, n_words
 
 __all__ = ["HammingIndex"]
@@ -36,6 +37,7 @@ class HammingIndex:
     def __init__(self, n_bits):
         self.n_bits = check_int(n_bits, name="n_bits", low=1)
         self._words = np.empty((0, n_words(self.n_bits, np.uint64)), dtype=np.uint64)
+        self._tiles = None
 
     @property
     def ntotal(self):
@@ -53,6 +55,17 @@ class HammingIndex:
         """Append codes: {0,1} bits (N, n_bits), packed uint8 or packed uint64."""
         w = as_words(codes, self.n_bits)
         self._words = np.ascontiguousarray(np.vstack([self._words, w]))
+        self._tiles = None                           # rebuilt at the next search
+
+    def _tiled(self):
+        """The codes as transposed tiles ``(n_tiles, n_words, TILE)`` (zero padded)."""
+        if self._tiles is None:
+            n, W = self._words.shape
+            nt = -(-n // TILE)
+            padded = np.zeros((nt * TILE, W), np.uint64)
+            padded[:n] = self._words
+            self._tiles = np.ascontiguousarray(padded.reshape(nt, TILE, W).transpose(0, 2, 1))
+        return self._tiles
 
     def search(self, queries, k):
         """The k stored codes nearest to each query in Hamming distance.
@@ -74,11 +87,12 @@ class HammingIndex:
         k = check_int(k, name="k", low=1, high=max(self.ntotal, 1))
         if self.ntotal == 0:
             raise ValueError("the index is empty; add codes before searching")
-        dist = np.empty((q.shape[0], k), dtype=np.int32)
-        ind = np.empty((q.shape[0], k), dtype=np.int64)
-        if self._words.shape[1] == 1:     # 64-bit words: the vectorised 1-D scan
-            _hamming_topk_64(self._words.reshape(-1), np.ascontiguousarray(q).reshape(-1),
-                             k, dist, ind)
-        else:
-            _hamming_topk(self._words, q, k, dist, ind)
+        q = np.ascontiguousarray(q)
+        nq = q.shape[0]
+        dist = np.empty((nq, k), dtype=np.int32)
+        ind = np.empty((nq, k), dtype=np.int64)
+        # query ranges per thread, whole blocks of 16 queries where possible
+        ranges = [(a, b) for a, b in split(-(-nq // 16), n_workers())]
+        ranges = [(16 * a, min(16 * b, nq)) for a, b in ranges]
+        run_chunks(_hamming_topk_tiled, ranges, self._tiled(), self.ntotal, q, k, dist, ind)
         return dist, ind
