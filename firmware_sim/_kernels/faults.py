@@ -204,15 +204,13 @@ def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, se
     probs = np.array([p, r, eps_good, eps_bad])
     inv, tables, digits, n_digits = _sampler(probs)
     pi_bad = p / (p + r) if p + r > 0.0 else 0.0
-    nw = masks.shape[1]
-    flat = masks.reshape(-1)
-    for w in range(flat.shape[0]):
-        flat[w] = 0
+    masks[:, :] = 0
     s = 0
     for row in range(nrows):
         if row == 0 or not continuous:
             s = 1 if _splitmix_next(state) < pi_bad else 0
-        base = row * nw * 64
+        flat = masks[row]          # this row's words (a 1-D view: no reshape)
+        base = 0                   # bit positions within the row
         pos = 0
         while pos < width:
             q = probs[s]
