@@ -619,3 +619,12 @@ def test_bad_parameters():
         scp_monte_carlo(GOOD_M, GOOD_D, 0.1, confidence=1.5)
     with pytest.raises(TypeError, match="return_change must be True or False"):
         scp_exact(GOOD_M, GOOD_D, 0.1, return_change=None)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-5, 5), min_size=0, max_size=300))
+def test_order_by_decreasing_magnitude_equals_numpy_stable_argsort(values):
+    """The written-out merge sort of the bounds kernel (no numba argsort to compile)."""
+    from edgecode.scp._kernels import _order_abs_desc
+    v = np.array(values, dtype=np.int64)
+    assert np.array_equal(_order_abs_desc(v), np.argsort(-np.abs(v), kind="mergesort"))

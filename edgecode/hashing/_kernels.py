@@ -209,7 +209,14 @@ def _rank_metrics(db, queries, true_nn, R, recall, precision, ap):
                 ranks[found] = r
                 found += 1
                 mark[i] = False
-        ranks[:found] = np.sort(ranks[:found])
+        # insertion sort of the (few) ranks: numba's np.sort costs seconds to compile
+        for a in range(1, found):
+            v = ranks[a]
+            b = a - 1
+            while b >= 0 and ranks[b] > v:
+                ranks[b + 1] = ranks[b]
+                b -= 1
+            ranks[b + 1] = v
         hits = 0
         s = 0.0
         for t in range(found):

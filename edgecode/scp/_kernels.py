@@ -569,6 +569,43 @@ def _convolve_down(buf, off, width, av, keep, ej):
 
 
 @njit(**NJIT)
+def _order_abs_desc(v):
+    """Indices of ``v`` by decreasing ``|v|``, ties by increasing index: what
+    ``np.argsort(-np.abs(v), kind="mergesort")`` returns, by a bottom-up merge
+    sort written out (numba's argsort costs seconds of first-use compile)."""
+    n = v.shape[0]
+    a = np.arange(n)
+    b = np.empty(n, np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if abs(v[a[j]]) > abs(v[a[i]]):     # ties keep the left (lower) index
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                b[k] = a[i]
+                i += 1
+                k += 1
+            while j < hi:
+                b[k] = a[j]
+                j += 1
+                k += 1
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(**NJIT)
 def _mass_at_least(v, e, tau, beta, trim, buf):
     """Certified lower bound on P(sum_{flipped j} v_j >= tau); v integer, nonzero.
 
@@ -590,7 +627,7 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
     fast.  Returns (bound, buf, max_window).
     """
     n = v.shape[0]
-    order = np.argsort(-np.abs(v), kind="mergesort")
+    order = _order_abs_desc(v)
     pos_rem = np.zeros(n + 1, np.int64)
     neg_rem = np.zeros(n + 1, np.int64)
     mean_rem = np.zeros(n + 1)
