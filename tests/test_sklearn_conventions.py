@@ -422,3 +422,16 @@ def test_other_float_parameters_refuse_nan_and_take_numpy_floats():
     with pytest.raises(ValueError, match=r"K as a fraction must be in \(0, 1\]; got nan"):
         ECOCClassifier(LogisticRegression(), feature_selection=("delta", math.nan)).fit(
             np.eye(4), [0, 1, 0, 1])
+
+
+def test_exact_decoding_warns_about_identical_rows_by_name():
+    from edgecode.ecoc import codeword_decoding_probabilities, decoding_probabilities
+    code = [[0, 0, 1], [1, 1, 0], [0, 0, 1], [1, 0, 0]]
+    with pytest.warns(UserWarning, match=r"identical rows \(0-based pairs\) \[\(0, 2\)\]"):
+        p = codeword_decoding_probabilities(code, 0.1)
+    assert p[2] == 0.0            # the later duplicate is never decoded (ties="first")
+    with pytest.warns(UserWarning, match=r"\[\(0, 2\)\]"):
+        decoding_probabilities(code, 0.1, [[0, 0, 1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        codeword_decoding_probabilities([[0, 0, 1], [1, 1, 0], [0, 1, 1]], 0.1)

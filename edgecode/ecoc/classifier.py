@@ -65,6 +65,7 @@ from sklearn.utils.validation import (_check_method_params, _check_sample_weight
                                       validate_data)
 
 from . import feature_selection as _fs
+from .quality import warn_degenerate
 from ._kernels.predict import (
     _hamming_packed,
     _hamming_symbols,
@@ -162,34 +163,8 @@ def check_code_matrix(code, n_classes=None, *, name="code", warn=True):
         raise ValueError(f"{name} row {empty[0]} uses no column (all -1): that class could "
                          "never be predicted")
     if warn:
-        _warn_degenerate(out, name)
+        warn_degenerate(out, name=name, stacklevel=3)
     return out, max(2, int(out.max()) + 1)
-
-
-def _warn_degenerate(code, name):
-    """UserWarnings naming identical rows and constant columns of a valid code."""
-    _, inverse, counts = np.unique(code, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    pairs = []
-    for g in np.flatnonzero(counts > 1):
-        members = np.flatnonzero(inverse == g)
-        pairs.extend((int(members[0]), int(r)) for r in members[1:])
-    if pairs:
-        pairs.sort()
-        more = f" and {len(pairs) - 10} more" if len(pairs) > 10 else ""
-        warnings.warn(f"{name} has identical rows (0-based pairs) {pairs[:10]}{more}: those "
-                      "classes cannot be told apart and the lowest class index wins",
-                      UserWarning, stacklevel=3)
-    used = code >= 0
-    big = np.iinfo(np.int16).max
-    lo = np.where(used, code, big).min(axis=0)
-    hi = np.where(used, code, -1).max(axis=0)
-    const = np.flatnonzero(lo == hi).tolist()
-    if const:
-        more = f" and {len(const) - 10} more" if len(const) > 10 else ""
-        warnings.warn(f"{name} columns {const[:10]}{more} give every used class the same "
-                      "symbol: their learners are constant (they carry no information)",
-                      UserWarning, stacklevel=3)
 
 
 def _fit_column(estimator, X, y_idx, column, measure, k, params, j):

@@ -30,6 +30,7 @@ import numpy as np
 from .._config import ECOC_DECODING_CACHE_BLOCK, ECOC_DECODING_MAX_WORDS
 from .._validation import check_int
 from ._kernels.decoding import _label_words, _symmetric_channel
+from .quality import warn_degenerate
 
 __all__ = ["decoding_probabilities", "codeword_decoding_probabilities", "DEFAULT_MAX_WORDS"]
 
@@ -82,6 +83,8 @@ def _check_problem(code, eps, n_symbols, ties, max_words):
     N = check_int(n_symbols, name="n_symbols", low=2)
     _check_in_range(code, -1, N - 1, name="code",
                     what=f"-1 (unused) or a symbol in 0..{N - 1} (n_symbols = {N})")
+    # with ties="first" the later of two equal rows is never decoded: say so, by name
+    warn_degenerate(code, name="code", columns=False, stacklevel=4)
     if isinstance(eps, (bool, np.bool_)) or np.ndim(eps) != 0 or np.iscomplexobj(eps) \
             or not np.issubdtype(np.asarray(eps).dtype, np.number):
         raise TypeError(f"eps must be a real number in [0, 1]; got {eps!r}")
@@ -172,6 +175,12 @@ def decoding_probabilities(code, eps, words, targets=None, *, n_symbols=None, ti
         its index); ``eps`` outside [0, 1] or NaN; unknown ``ties``.
     TypeError
         Non-numeric input.
+
+    Warns
+    -----
+    UserWarning
+        The code has identical rows (named): with ``ties="first"`` the
+        later of them is never decoded.
 
     See Also
     --------

@@ -13,13 +13,14 @@ way).  Distances are therefore multiples of 1/2 and are returned as floats;
 without -1 entries they are whole numbers.
 """
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._kernels.codes import _canonical_rows, _min_offdiag, _pair_distances
 
-__all__ = ["check_code", "pairwise_distances", "row_distance", "column_distance",
+__all__ = ["check_code", "warn_degenerate", "pairwise_distances", "row_distance", "column_distance",
            "total_distance", "distance_stats", "check_properties", "CodeProperties"]
 
 
@@ -351,3 +352,62 @@ def _code_key(A):
         e, _ = _min_offdiag(E)
         valid = e > 0
     return (bool(valid), int(dr + dc), -int(cr + cc))
+
+
+def warn_degenerate(code, *, name="code", rows=True, columns=True, stacklevel=2):
+    """Warn (``UserWarning``) about identical rows and constant columns of a code.
+
+    Identical rows: those classes cannot be told apart (the lowest class index
+    wins a tie); the message names the 0-based row pairs.  A constant column
+    gives every class it uses the same symbol (its learner is constant); the
+    message names the columns.  At most 10 of each are listed.
+
+    Parameters
+    ----------
+    code : ndarray of int, shape (n_classes, n_columns)
+        A validated code (entries -1 or symbols).
+    name : str, default="code"
+        How the message calls the matrix.
+    rows, columns : bool, default=True
+        Which defects to look for.
+    stacklevel : int, default=2
+        Passed to :func:`warnings.warn`.
+
+    Returns
+    -------
+    (pairs, columns) : (list of (int, int), list of int)
+        What was found (and warned about).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     warn_degenerate(np.array([[0, 1], [0, 1], [0, 0]]))
+    ([(0, 1)], [0])
+    """
+    code = np.asarray(code, dtype=np.int64)
+    pairs, const = [], []
+    if rows:
+        _, inverse, counts = np.unique(code, axis=0, return_inverse=True, return_counts=True)
+        inverse = inverse.reshape(-1)
+        for g in np.flatnonzero(counts > 1):
+            members = np.flatnonzero(inverse == g)
+            pairs.extend((int(members[0]), int(r)) for r in members[1:])
+        pairs.sort()
+        if pairs:
+            more = f" and {len(pairs) - 10} more" if len(pairs) > 10 else ""
+            warnings.warn(f"{name} has identical rows (0-based pairs) {pairs[:10]}{more}: "
+                          "those classes cannot be told apart and the lowest class index "
+                          "wins", UserWarning, stacklevel=stacklevel)
+    if columns:
+        used = code >= 0
+        lo = np.where(used, code, np.iinfo(np.int64).max).min(axis=0)
+        hi = np.where(used, code, -1).max(axis=0)
+        const = np.flatnonzero(lo == hi).tolist()
+        if const:
+            more = f" and {len(const) - 10} more" if len(const) > 10 else ""
+            warnings.warn(f"{name} columns {const[:10]}{more} give every used class the same "
+                          "symbol: their learners are constant (they carry no information)",
+                          UserWarning, stacklevel=stacklevel)
+    return pairs, const
