@@ -53,7 +53,8 @@ from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_input
 
 from .pipeline import fold_pipeline
 from .result import ExportResult
-from .onnx_utils import IR_VERSION, OPSET, save_model
+from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
+                         json_props, save_model)
 
 __all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
            "onnx_metadata", "linear_matmul_dtype",
@@ -477,26 +478,6 @@ def _hamming(arrays, nodes, inits):
                  ["d2_f"])
 
 
-def _label_tensor(classes):
-    """(numpy array, TensorProto type) of the class labels for the 'label' output."""
-    arr = np.asarray(classes)
-    if arr.ndim != 1 or arr.shape[0] < 2:
-        raise ValueError(f"classes must be a 1-d list of at least 2 labels; got {classes!r}")
-    if arr.dtype.kind in "biu":
-        return arr.astype(np.int64), TensorProto.INT64
-    if arr.dtype.kind == "f":
-        if np.isfinite(arr).all() and (arr == np.round(arr)).all() and np.abs(arr).max() < 2**53:
-            return arr.astype(np.int64), TensorProto.INT64
-        return arr.astype(np.float64), TensorProto.DOUBLE
-    return np.array([str(v) for v in arr.tolist()], dtype=object), TensorProto.STRING
-
-
-def _json_value(v):
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
 def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
                  classes=None):
     """ONNX graph of the device arrays: inputs -> symbols -> Hamming distances -> label.
@@ -506,7 +487,8 @@ def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
     arrays : dict
         The ``ecoc`` container's arrays (:func:`quantize_ecoc`).
     props : dict or None
-        ``metadata_props`` (values that are not strings are stored as JSON).
+        Extra ``metadata_props`` (every value is stored as JSON text, next to
+        the graph's own keys, see ``docs/onnx.md``).
     input : {"features", "frame"}, default "features"
         ``"features"``: input ``X`` (N, d) of ``input_dtype``, quantized inside
         the graph exactly as :func:`firmware_sim.ecoc.quantize_inputs` does
@@ -557,16 +539,31 @@ def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
         _symbols_tree(arrays, qf, nodes, inits)
     d2 = _hamming(arrays, nodes, inits)
     _node(nodes, "Cast", [d2], ["distance2"], to=TensorProto.INT64)
+    meta = {"format_version": ONNX_FORMAT_VERSION, "kind": "ecoc",
+            "learner_kind": "linear" if linear else "tree", "n_features": int(d),
+            "n_columns": int(m), "n_classes": int(c), "n_symbols": int(arrays["n_symbols"][0]),
+            "input": "X" if input == "features" else "q",
+            "input_dtype": input_dtype if input == "features" else "int16",
+            "outputs": ["label", "symbols", "distance2"],
+            "label": "class index" if classes is None else "class label",
+            "decoding": "hamming", "tie_rule": "lowest class index",
+            "quantizer": {"center": [float(v) for v in arrays["in_center"]],
+                          "shift": [int(v) for v in arrays["in_shift"]], "q_max": Q_MAX,
+                          "formula": "clip(rint((x - center) * 2**shift), -q_max, q_max)"},
+            "container_format_version": int(FORMAT_VERSION)}
+    if linear:
+        meta["linear_matmul"] = linear_matmul_dtype(arrays)
     if classes is None:
         label_type = TensorProto.INT64
         _node(nodes, "ArgMin", [d2], ["label"], axis=1, keepdims=0, select_last_index=0)
     else:
-        values, label_type = _label_tensor(classes)
-        if values.shape[0] != c:
-            raise ValueError(f"classes has {values.shape[0]} labels; the code has {c} rows")
+        if len(classes) != c:
+            raise ValueError(f"classes has {len(classes)} labels; the code has {c} rows")
+        cl_init, label_type, meta["classes"] = class_labels_initializer("classes", classes)
+        inits.append(cl_init)
         idx = _node(nodes, "ArgMin", [d2], ["class_index"], axis=1, keepdims=0,
                     select_last_index=0)
-        _node(nodes, "Gather", [_init("classes", values, inits), idx], ["label"], axis=0)
+        _node(nodes, "Gather", ["classes", idx], ["label"], axis=0)
     graph = helper.make_graph(
         nodes, "ecoc_" + ("linear" if linear else "tree"), [in_info],
         [helper.make_tensor_value_info("label", label_type, ["N"]),
@@ -580,10 +577,8 @@ def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
                               doc_string="edgecode ECOC: fixed-point learners, Hamming-nearest "
                               "codeword (ties: lowest class index)")
     model.ir_version = IR_VERSION
-    if props:
-        helper.set_model_props(model, {str(k): v if isinstance(v, str)
-                                       else json.dumps(v, default=_json_value)
-                                       for k, v in props.items()})
+    meta.update(props or {})
+    helper.set_model_props(model, json_props(meta))
     onnx.checker.check_model(model, full_check=True)
     return model
 
@@ -600,7 +595,7 @@ def onnx_metadata(onnx_model):
     >>> names = np.array(["setosa, Iris", "versicolor", "virginica"])[y]
     >>> clf = ECOCClassifier(LogisticRegression(), code=[[0, 1], [1, 0], [1, 1]]).fit(X, names)
     >>> meta = onnx_metadata(export_ecoc(clf, X).onnx_model)
-    >>> meta["classes"], meta["decoding"], meta["input"]["name"]
+    >>> meta["classes"], meta["decoding"], meta["input"]
     (['setosa, Iris', 'versicolor', 'virginica'], 'hamming', 'X')
     """
     out = {}
@@ -613,7 +608,7 @@ def onnx_metadata(onnx_model):
 
 
 def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=None,
-                meta=None, onnx_input="features", input_dtype="float32"):
+                meta=None, onnx_input="features", onnx_input_dtype="float32"):
     """Write a fitted ECOCClassifier as an ``ecoc`` container and an ONNX graph.
 
     Parameters
@@ -634,7 +629,7 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
         The ONNX graph's input: raw features ``X`` (labels out) or the
         device's int16 frame ``q`` (class indices out); see
         :func:`ecoc_to_onnx`.
-    input_dtype : {"float32", "float64"}, default "float32"
+    onnx_input_dtype : {"float32", "float64"}, default "float32"
         Element type of ``X`` in the features graph.
 
     Returns
@@ -666,6 +661,11 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     >>> sess.run(["label"], {"X": X[:3].astype(np.float32)})[0].tolist()
     [0, 0, 0]
     """
+    if onnx_input not in ("features", "frame"):
+        raise ValueError(f"onnx_input must be 'features' or 'frame'; got {onnx_input!r}")
+    if onnx_input_dtype not in _INPUT_DTYPES:
+        raise ValueError("onnx_input_dtype must be 'float32' or 'float64'; got "
+                         f"{onnx_input_dtype!r}")
     check_is_fitted(model)
     arrays, info = quantize_ecoc(model, X_calib)
     ecoc = info["ecoc"]
@@ -684,28 +684,15 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     dev_labels = device.predict(q)
     float_labels = np.searchsorted(ecoc.classes_, model.predict(Xc))
     mismatches = int(np.sum(dev_labels != float_labels))
-    props = {"classes": [_json_value(v) for v in ecoc.classes_.tolist()],
-             "decoding": "hamming", "tie_rule": "lowest class index",
-             "learner_kind": info["learner_kind"],
-             "input": ({"name": "X", "kind": "features", "dtype": input_dtype}
-                       if onnx_input == "features" else
-                       {"name": "q", "kind": "frame", "dtype": "int16"}),
-             "label": "class label" if onnx_input == "features" else "class index",
-             "quantizer": {"center": [float(v) for v in info["in_center"]],
-                           "shift": [int(v) for v in info["in_shift"]],
-                           "formula": "clip(rint((x - center) * 2**shift), -32767, 32767)"},
-             "container_format_version": int(FORMAT_VERSION)}
-    if info["learner_kind"] == "linear":
-        props["linear_matmul"] = linear_matmul_dtype(arrays)
-    if meta:
-        props["meta"] = meta
-    onnx_model = ecoc_to_onnx(arrays, props=props, input=onnx_input, input_dtype=input_dtype,
+    props = {"meta": meta} if meta else None
+    onnx_model = ecoc_to_onnx(arrays, props=props, input=onnx_input,
+                              input_dtype=onnx_input_dtype,
                               classes=ecoc.classes_ if onnx_input == "features" else None)
     if onnx_path is not None:
         save_model(onnx_model, onnx_path)
     res = device.resources()
     details = {"classes": ecoc.classes_.copy(), "onnx_input": onnx_input}
-    if "linear_matmul" in props:
-        details["linear_matmul"] = props["linear_matmul"]
+    if info["learner_kind"] == "linear":
+        details["linear_matmul"] = linear_matmul_dtype(arrays)
     return ExportResult("ecoc", blob, onnx_model, device, res, int(Xc.shape[0]), mismatches,
                         details)

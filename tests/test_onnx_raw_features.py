@@ -166,7 +166,9 @@ def test_random_float_data_with_string_labels_and_a_comma_in_a_name():
         assert meta["decoding"] == "hamming" and meta["container_format_version"] == 1
         assert meta["quantizer"]["center"] == out.device.in_center.tolist()
         assert meta["quantizer"]["shift"] == out.device.in_shift.tolist()
-        assert meta["input"] == {"name": "X", "kind": "features", "dtype": "float32"}
+        assert meta["input"] == "X" and meta["input_dtype"] == "float32"
+        assert meta["kind"] == "ecoc" and meta["outputs"] == ["label", "symbols", "distance2"]
+        assert all(json.loads(v) is not None for v in raw.values())      # all JSON text
         Xt = np.vstack([X[400:], X[400:] * 50, rng.uniform(-1e4, 1e4, (50, d))])
         for dtype in ("float32", "float64"):
             model = out.onnx_model if dtype == "float32" else ecoc_to_onnx(
@@ -187,11 +189,21 @@ def test_frame_graph_stays_available():
     assert_array_equal(label, inf.labels)
     assert_array_equal(sym, inf.decision["symbols"])
     assert_array_equal(d2, inf.decision["distances"])
-    assert onnx_metadata(out.onnx_model)["input"]["kind"] == "frame"
+    assert onnx_metadata(out.onnx_model)["input"] == "q"
+    assert onnx_metadata(out.onnx_model)["label"] == "class index"
     with pytest.raises(ValueError, match="input must be 'features' or 'frame'; got 'x'"):
         ecoc_to_onnx(out.device.container.arrays, input="x")
     with pytest.raises(ValueError, match="input_dtype must be 'float32' or 'float64'"):
         ecoc_to_onnx(out.device.container.arrays, input_dtype="int8")
+    with pytest.raises(ValueError, match="onnx_input must be 'features' or 'frame'; got 'q'"):
+        export_ecoc(clf, X, onnx_input="q")
+    with pytest.raises(ValueError, match="onnx_input_dtype must be 'float32' or 'float64'"):
+        export_ecoc(clf, X, onnx_input_dtype="float16")
+    out64 = export_ecoc(clf, X, onnx_input_dtype="float64")
+    assert out64.onnx_model.graph.input[0].type.tensor_type.elem_type == 11     # DOUBLE
+    assert onnx_metadata(out64.onnx_model)["input_dtype"] == "float64"
+    _assert_graph_is_device(out64.onnx_model, out64.container, X + 1e-9, clf.classes_,
+                            dtype="float64")
 
 
 def test_linear_matmul_tiers_are_exact():
