@@ -435,3 +435,18 @@ def test_exact_decoding_warns_about_identical_rows_by_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         codeword_decoding_probabilities([[0, 0, 1], [1, 1, 0], [0, 1, 1]], 0.1)
+
+
+def test_distance_tables_are_priced_before_allocating(monkeypatch):
+    from edgecode.ecoc import check_properties, column_distance, pairwise_distances
+    wide = np.zeros((2, 20000), np.int8)
+    wide[1, ::2] = 1
+    for f in (column_distance, check_properties, lambda M: pairwise_distances(M, axis=1)):
+        with pytest.raises(ValueError, match=r"the 20000 x 20000 table of pairwise distances "
+                                             r"between 20000 columns needs about 6,400,000,000"):
+            f(wide)
+    M = make_code("dense_random", 6, random_state=0)
+    assert pairwise_distances(M).shape == (6, 6)
+    monkeypatch.setattr(ecoc_memory, "MAX_CODE_BYTES", 16 * 36 - 1)
+    with pytest.raises(ValueError, match="between 6 rows"):
+        pairwise_distances(M)

@@ -70,7 +70,19 @@ def check_code(M, *, name="M"):
     return np.ascontiguousarray(arr, dtype=dtype)
 
 
-def _doubled(A):
+def _check_table_bytes(r, what):
+    """Refuse an r x r distance table (int64, plus a float64 copy) above MAX_CODE_BYTES."""
+    from . import _memory
+    nbytes = 16 * int(r) * int(r)
+    if nbytes > _memory.MAX_CODE_BYTES:
+        raise ValueError(
+            f"the {r} x {r} table of pairwise distances between {what} needs about "
+            f"{nbytes:,} bytes ({nbytes / 2 ** 30:.3g} GiB), above the limit of "
+            f"{_memory.MAX_CODE_BYTES:,} bytes (edgecode.ecoc._memory.MAX_CODE_BYTES)")
+
+
+def _doubled(A, what="rows"):
+    _check_table_bytes(A.shape[0], f"{A.shape[0]} {what}")
     out = np.empty((A.shape[0], A.shape[0]), np.int64)
     _pair_distances(A, False, out)
     return out
@@ -104,13 +116,13 @@ def pairwise_distances(M, axis=0):
         raise ValueError(f"axis must be 0 (rows) or 1 (columns); got {axis!r}")
     if axis == 1:
         A = np.ascontiguousarray(A.T)
-    return _doubled(A) / 2.0
+    return _doubled(A, ("rows", "columns")[axis]) / 2.0
 
 
-def _min_distance(A):
+def _min_distance(A, what="rows"):
     if A.shape[0] < 2:
         return float("nan")
-    best, _ = _min_offdiag(_doubled(A))
+    best, _ = _min_offdiag(_doubled(A, what))
     return best / 2.0
 
 
@@ -135,7 +147,7 @@ def column_distance(M):
     >>> column_distance([[0, 0, 0], [0, 1, 1], [1, 0, 1]])
     1.0
     """
-    return _min_distance(np.ascontiguousarray(check_code(M).T))
+    return _min_distance(np.ascontiguousarray(check_code(M).T), "columns")
 
 
 def total_distance(M):
@@ -149,7 +161,7 @@ def total_distance(M):
     """
     A = check_code(M)
     dr = _min_distance(A) if A.shape[0] > 1 else 0.0
-    dc = _min_distance(np.ascontiguousarray(A.T)) if A.shape[1] > 1 else 0.0
+    dc = _min_distance(np.ascontiguousarray(A.T), "columns") if A.shape[1] > 1 else 0.0
     return dr + dc
 
 
@@ -288,7 +300,7 @@ def check_properties(M):
     A = check_code(M)
     c, n = A.shape
     AT = np.ascontiguousarray(A.T)
-    Dr, Dc = _doubled(A), _doubled(AT)
+    Dr, Dc = _doubled(A), _doubled(AT, "columns")
     iu_r, iu_c = np.triu_indices(c, 1), np.triu_indices(n, 1)
     vr, vc = Dr[iu_r] / 2.0, Dc[iu_c] / 2.0
     dr = float(vr.min()) if c > 1 else float("nan")
