@@ -54,7 +54,7 @@ from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_input
 from .pipeline import fold_pipeline
 from .result import ExportResult
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
-                         json_props, save_model)
+                         json_props, narrow_int_initializer, save_model)
 
 __all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
            "onnx_metadata", "linear_matmul_dtype",
@@ -270,6 +270,19 @@ def _node(nodes, op, inputs, outputs, **attrs):
     return outputs[0]
 
 
+def _narrow(name, values, to, nodes, inits):
+    """An integer table stored in its narrowest integer type, Cast to ``to`` in the graph.
+
+    onnxruntime folds the Cast of an initializer once when the session is
+    created, so the file is smaller and inference is unchanged; every value is
+    an integer below 2**53 (2**24 for float32), so the Cast is exact.
+    """
+    init, cast = narrow_int_initializer(name, values, to=to)
+    inits.append(init)
+    nodes.extend(cast)
+    return name
+
+
 def linear_matmul_dtype(arrays):
     """How the linear graph multiplies exactly: ``"float32"``, ``"float64"`` or ``"split64"``.
 
@@ -311,18 +324,20 @@ def _linear_scores(arrays, q, nodes, inits):
     how = linear_matmul_dtype(arrays)
     if how in ("float32", "float64"):
         dt = np.float32 if how == "float32" else np.float64
+        to = TensorProto.FLOAT if how == "float32" else TensorProto.DOUBLE
         if how == "float32":
             q = _node(nodes, "Cast", [q], ["q32"], to=TensorProto.FLOAT)
-        mm = _node(nodes, "MatMul", [q, _init("lin_weights", W.astype(dt), inits)], ["mm"])
-        return _node(nodes, "Add", [mm, _init("lin_bias", B.astype(dt), inits)],
+        w = _narrow("lin_weights", W, to, nodes, inits)
+        mm = _node(nodes, "MatMul", [q, w], ["mm"])
+        return _node(nodes, "Add", [mm, _narrow("lin_bias", B, to, nodes, inits)],
                      ["scores"]), dt
     if how == "split64":
         hi = np.floor_divide(W, 2**16)
         lo = W - hi * 2**16
-        mh = _node(nodes, "MatMul", [q, _init("lin_w_hi", hi.astype(np.float64), inits)],
-                   ["mm_hi"])
-        ml = _node(nodes, "MatMul", [q, _init("lin_w_lo", lo.astype(np.float64), inits)],
-                   ["mm_lo"])
+        mh = _node(nodes, "MatMul", [q, _narrow("lin_w_hi", hi, TensorProto.DOUBLE, nodes,
+                                                inits)], ["mm_hi"])
+        ml = _node(nodes, "MatMul", [q, _narrow("lin_w_lo", lo, TensorProto.DOUBLE, nodes,
+                                                inits)], ["mm_lo"])
         mh = _node(nodes, "Cast", [mh], ["mm_hi64"], to=TensorProto.INT64)
         ml = _node(nodes, "Cast", [ml], ["mm_lo64"], to=TensorProto.INT64)
         mh = _node(nodes, "Mul", [mh, _init("two16", np.array(2**16, np.int64), inits)],
@@ -472,10 +487,10 @@ def _hamming(arrays, nodes, inits):
         x = _node(nodes, "Reshape", [oh, _init("onehot_shape",
                                                np.array([0, m * n_sym], np.int64), inits)],
                   ["onehot"])
-    mm = _node(nodes, "MatMul", [x, _init("hamming_table", table.astype(np.float32), inits)],
-               ["d2_var"])
-    return _node(nodes, "Add", [mm, _init("hamming_const", const.astype(np.float32), inits)],
-                 ["d2_f"])
+    mm = _node(nodes, "MatMul", [x, _narrow("hamming_table", table, TensorProto.FLOAT, nodes,
+                                            inits)], ["d2_var"])
+    return _node(nodes, "Add", [mm, _narrow("hamming_const", const, TensorProto.FLOAT, nodes,
+                                            inits)], ["d2_f"])
 
 
 def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",

@@ -229,3 +229,17 @@ def test_linear_matmul_tiers_are_exact():
         _assert_graph_is_device(model, write_container(None, "ecoc", arrays), X,
                                 [0, 1, 2, 3], dtype="float64")
     assert seen == {"float32", "float64", "split64"}
+
+
+def test_docs_onnx_examples_run(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "onnx.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    for block in blocks:
+        exec(compile(block, "docs/onnx.md", "exec"), ns)
+    assert list(ns["label"]) == ["setosa"] * 3
