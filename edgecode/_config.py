@@ -13,6 +13,11 @@ NJIT = {"cache": True, "fastmath": False}
 #: threads at once: serial code over a range of items, releasing the GIL.
 NJIT_NOGIL = {**NJIT, "nogil": True}
 
+#: Largest allocation a code design (``edgecode.ecoc``) or a hasher's state
+#: (``edgecode.hashing``) may ask for; above it the call is refused before
+#: allocating, naming the shape and the bytes (2 GiB).
+MAX_ALLOCATION_BYTES = 2 * 2 ** 30
+
 #: Largest feature count ``scp_exact`` accepts: meet in the middle keeps five
 #: float64 buffers of ``2**ceil(n/2)`` entries (sums, probabilities, merge
 #: scratch, prefix masses), i.e. 5 * 2**24 * 8 bytes = 640 MiB at n = 48.

@@ -6,8 +6,11 @@ prices its working arrays first and refuses with a ValueError naming the
 shape and the bytes, instead of letting numpy try to allocate terabytes.
 """
 
-#: Largest working memory (bytes) a code design may allocate: 2 GiB.
-MAX_CODE_BYTES = 2 * 2 ** 30
+from .._config import MAX_ALLOCATION_BYTES
+
+#: Largest working memory (bytes) a code design may allocate (2 GiB:
+#: ``edgecode._config.MAX_ALLOCATION_BYTES``).
+MAX_CODE_BYTES = MAX_ALLOCATION_BYTES
 
 
 def _gib(n):

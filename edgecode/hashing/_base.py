@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._config import MAX_ALLOCATION_BYTES
 from .codes import pack_bits
 
 OUTPUTS = ("bits", "uint8", "uint64")
@@ -14,7 +15,7 @@ OUTPUTS = ("bits", "uint8", "uint64")
 #: Largest working memory (bytes) a hasher's state may take: 2 GiB.  Sizes are
 #: driven by parameters (``sketch_size``, ``n_anchors``) and ``n_features``, so
 #: fit prices its arrays first and refuses above this.
-MAX_STATE_BYTES = 2 * 2 ** 30
+MAX_STATE_BYTES = MAX_ALLOCATION_BYTES      # 2 GiB, edgecode._config
 
 
 def check_state_bytes(who, what, nbytes):
