@@ -243,3 +243,20 @@ def test_docs_onnx_examples_run(tmp_path, monkeypatch):
     for block in blocks:
         exec(compile(block, "docs/onnx.md", "exec"), ns)
     assert list(ns["label"]) == ["setosa"] * 3
+
+
+@pytest.mark.filterwarnings("ignore:code columns")
+@pytest.mark.parametrize("learner", ["logistic", "tree"])
+def test_constant_and_mixed_columns(learner):
+    """A constant column (no learner), a 3-symbol learner and two-class ones in one code."""
+    X, y = load_iris(return_X_y=True)
+    clf = ECOCClassifier(_LEARNERS[learner], code=[[0, 1, 1, 0], [1, 0, 1, 1],
+                                                    [1, 1, 1, 2]]).fit(X, y)
+    out = export_ecoc(clf, X)
+    assert out.label_mismatches <= 1
+    Xt = np.vstack([X, X * 3 - 2])
+    for dtype in ("float32", "float64"):
+        model = out.onnx_model if dtype == "float32" else ecoc_to_onnx(
+            out.device.container.arrays, input_dtype=dtype, classes=clf.classes_)
+        inf = _assert_graph_is_device(model, out.container, Xt, clf.classes_, dtype=dtype)
+        assert (inf.decision["symbols"][:, 2] == 1).all()
