@@ -74,7 +74,7 @@ def main():
         peer = OutputCodeClassifier(base, code_size=1.5, random_state=0).fit(Xtr, ytr)
         code = (peer.code_book_ > 0).astype(int)
         ours = ECOCClassifier(base, code=code).fit(Xtr, ytr)
-        exp = export_ecoc(ours, Xtr)
+        exp = export_ecoc(ours, Xtr, onnx_input="frame")   # the int16 device-frame graph
         sess = ort.InferenceSession(exp.onnx_model.SerializeToString(),
                                     providers=["CPUExecutionProvider"])
         dev = exp.device

@@ -370,9 +370,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
         Threads for bit faults (None: numba's thread count; -1: every CPU).
         Each batch of (point, trial) rows has its own seed, so the result is
         the same for any ``n_jobs``.
-    client : dask.distributed.Client or str, optional
-        Run the batches on a Dask cluster (a client, or a scheduler address
-        such as ``"tcp://host:8786"``): same result as a local run
+    client : dask.distributed.Client, optional
+        Run the batches on the Dask cluster of this connected client
+        (``Client("tcp://host:8786")``): same result as a local run
         (:mod:`firmware_sim.distributed`; needs ``pip install
         'edgecode[distributed]'``).
 
@@ -410,6 +410,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     if not grid:
         raise ValueError("grid must have at least one value")
     faults = [fault if v is None else fault.with_params(**{param: v}) for v in grid]
+    if client is not None:
+        from .distributed import check_client
+        check_client(client)
     seed = random_state
     if isinstance(seed, bool) or not isinstance(seed, (Integral, np.integer)) or seed < 0:
         raise ValueError(f"random_state must be a non-negative integer (the root of the "

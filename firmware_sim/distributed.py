@@ -11,33 +11,32 @@ int64 count vectors. The sums are the local run's, bit for bit, whatever the
 cluster (``tests/test_distributed.py`` checks it on a ``LocalCluster`` of two
 worker processes).
 
-Needs ``dask[distributed]`` (``pip install 'edgecode[distributed]'``);
-imported only when a client is given.
+Needs ``dask[distributed]`` (``pip install 'edgecode[distributed]'``) on
+the client and the workers; this module never imports it (firmware_sim
+imports numpy and numba only): the caller passes a connected ``Client``.
 """
 
 import numpy as np
 
-__all__ = ["bits_point_on_cluster", "CHUNK_BATCHES", "client_from"]
+__all__ = ["bits_point_on_cluster", "CHUNK_BATCHES", "check_client"]
 
 #: Batches per task: 16 x 4 Mi wire bits, about 1-4 s of work on one core for
 #: the fast paths (naive Bayes, ECOC) and more on the plain path.
 CHUNK_BATCHES = 16
 
 
-def client_from(client):
-    """(client, created): a ``dask.distributed.Client`` as given, or one
-    connected to a scheduler address (closed by the caller when ``created``)."""
-    try:
-        from dask.distributed import Client
-    except ImportError as exc:
-        raise ImportError("a Dask cluster needs dask.distributed: pip install "
-                          "'edgecode[distributed]' (or 'dask[distributed]')") from exc
+def check_client(client):
+    """``client`` if it looks like a ``dask.distributed.Client`` (``scatter``,
+    ``submit``, ``gather``). firmware_sim imports numpy and numba only
+    (``docs/architecture.md``): it never imports dask; the caller connects
+    (``Client("tcp://host:8786")``; the CLI's ``--scheduler`` does)."""
     if isinstance(client, str):
-        return Client(client), True
-    if not isinstance(client, Client):
-        raise TypeError("client must be a dask.distributed.Client or a scheduler address "
-                        f"such as 'tcp://host:8786'; got {type(client).__name__}")
-    return client, False
+        raise TypeError("client must be a dask.distributed.Client, not an address: connect "
+                        f"first, Client({client!r}) (the CLI's --scheduler does)")
+    if not all(callable(getattr(client, m, None)) for m in ("scatter", "submit", "gather")):
+        raise TypeError("client must be a dask.distributed.Client (scatter, submit, gather); "
+                        f"got {type(client).__name__}")
+    return client
 
 
 def _prepare(payload):
@@ -71,25 +70,21 @@ def bits_point_on_cluster(client, device, X, y, fault, seed, n_trials, site,
     equal to ``campaign._bits_point(.., seed, ..)`` on this machine."""
     from . import campaign as c
 
-    client, created = client_from(client)
-    try:
-        frames = device.encode(X)
-        t = frames.shape[0]
-        stream, _ = c._stream(device, frames, site)
-        n_batches = len(list(c._batches(t, n_trials, stream.shape[1])))
-        payload = {"image": device.container.tobytes(), "X": np.asarray(X), "y": y,
-                   "fault": fault, "n_trials": int(n_trials), "site": site}
-        [remote] = client.scatter([payload], broadcast=True)
-        step = max(1, int(CHUNK_BATCHES if chunk_batches is None else chunk_batches))
-        futures = [client.submit(_chunk, remote, seed.entropy, tuple(seed.spawn_key), a,
-                                 min(a + step, n_batches), pure=False)
-                   for a in range(0, n_batches, step)]
-        same = np.zeros(t, np.int64)
-        correct = np.zeros(t, np.int64)
-        for s, k in client.gather(futures):
-            same += s
-            correct += k
-        return same, (None if y is None else correct)
-    finally:
-        if created:
-            client.close()
+    client = check_client(client)
+    frames = device.encode(X)
+    t = frames.shape[0]
+    stream, _ = c._stream(device, frames, site)
+    n_batches = len(list(c._batches(t, n_trials, stream.shape[1])))
+    payload = {"image": device.container.tobytes(), "X": np.asarray(X), "y": y,
+               "fault": fault, "n_trials": int(n_trials), "site": site}
+    [remote] = client.scatter([payload], broadcast=True)
+    step = max(1, int(CHUNK_BATCHES if chunk_batches is None else chunk_batches))
+    futures = [client.submit(_chunk, remote, seed.entropy, tuple(seed.spawn_key), a,
+                             min(a + step, n_batches), pure=False)
+               for a in range(0, n_batches, step)]
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    for s, k in client.gather(futures):
+        same += s
+        correct += k
+    return same, (None if y is None else correct)

@@ -157,8 +157,9 @@ def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch, tm
         with Client(cluster) as client:
             remote = run_campaign(dev, X, BSC(0.1), "eps", grid, n_trials=3000, random_state=3,
                                   y=y, client=client)
-            by_address = run_campaign(dev, X, BSC(0.1), "eps", [0.2], n_trials=3000,
-                                      random_state=3, y=y, client=cluster.scheduler_address)
+            with Client(cluster.scheduler_address) as by_address_client:
+                by_address = run_campaign(dev, X, BSC(0.1), "eps", [0.2], n_trials=3000,
+                                          random_state=3, y=y, client=by_address_client)
             cli_remote = _cli_campaign(tmp_path, dev, "--scheduler", cluster.scheduler_address)
     assert cli_remote == _cli_campaign(tmp_path, dev, "--jobs", "1")
     for a, b in zip(local.points, remote.points):
@@ -172,5 +173,7 @@ def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch, tm
 def test_a_bad_client_is_refused():
     _dask()
     dev, X, _ = _nb()
-    with pytest.raises(TypeError, match="dask.distributed.Client or a scheduler address"):
+    with pytest.raises(TypeError, match="must be a dask.distributed.Client"):
         run_campaign(dev, X[:5], BSC(0.1), n_trials=2, client=42)
+    with pytest.raises(TypeError, match="not an address: connect first"):
+        run_campaign(dev, X[:5], BSC(0.1), n_trials=2, client="tcp://127.0.0.1:8786")

@@ -113,8 +113,13 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
         raise ValueError(f"unknown fault model {fault!r}; known: {sorted(FAULTS)}")
     base = make_fault(fault, **FAULTS[fault].default_params(
         _default_params(param, grid or [None], params or {})))
-    res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
-                       site=site, confidence=confidence, n_jobs=n_jobs, client=scheduler)
+    client, own = _dask_client(scheduler)
+    try:
+        res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
+                           site=site, confidence=confidence, n_jobs=n_jobs, client=client)
+    finally:
+        if own:
+            client.close()
     add_analytic(res, device, X, base, param, y)
     if profile is not None:
         res.device["profile"] = annotate(device.resources(), prof)
@@ -136,6 +141,22 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
         plot_campaign(res, plot_path, labels=[fault])
         print(f"wrote {plot_path}", file=out)
     return res
+
+
+def _dask_client(scheduler):
+    """(client, opened here): None, a connected Client as given, or a Client
+    connected to the scheduler address (dask imported only then)."""
+    if scheduler is None or not isinstance(scheduler, str):
+        return scheduler, False
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise ValueError("--scheduler needs dask.distributed: pip install "
+                         "'edgecode[distributed]'") from None
+    try:
+        return Client(scheduler, timeout=30), True
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
 
 def _device_and_rows(artifact, dataset, split, max_points):
