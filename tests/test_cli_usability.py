@@ -160,18 +160,18 @@ def test_ecoc_binary_designs_work_with_the_default_alphabet(capsys):
 
 
 def test_default_demo_removes_its_temporary_folder(monkeypatch):
+    import types
+
     seen = []
 
-    class Stage:
-        __name__ = "export.cli.naive_bayes"
+    def run_demo_stage(out_dir, trials, stream):
+        (Path(out_dir) / "x.edgc").write_bytes(b"x")
+        seen.append(Path(out_dir))
+        return {"ok": True}
 
-        @staticmethod
-        def run_demo_stage(out_dir, trials, stream):
-            (Path(out_dir) / "x.edgc").write_bytes(b"x")
-            seen.append(Path(out_dir))
-            return {"ok": True}
-
-    monkeypatch.setattr(cli, "COMMAND_MODULES", (Stage,))
+    stage = types.SimpleNamespace(__name__="export.cli.naive_bayes",
+                                  run_demo_stage=run_demo_stage)
+    monkeypatch.setattr(cli, "COMMAND_MODULES", (stage,))
     buf = io.StringIO()
     run_demo(None, trials=1, stream=buf)
     assert seen and not seen[0].exists()
