@@ -224,7 +224,7 @@ def dask_rows(args):
 
     d, dev = _device()
     X = d.X
-    T = args.trials * 5
+    T = args.trials * 50                       # a job of seconds: tasks of ~16 batches
     n = len(X) * T
     t0 = time.perf_counter()
     local = run_campaign(dev, X, BSC(0.1), n_trials=T, random_state=0, n_jobs=1)

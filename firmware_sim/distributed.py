@@ -77,7 +77,7 @@ def bits_point_on_cluster(client, device, X, y, fault, seed, n_trials, site,
     n_batches = len(list(c._batches(t, n_trials, stream.shape[1])))
     payload = {"image": device.container.tobytes(), "X": np.asarray(X), "y": y,
                "fault": fault, "n_trials": int(n_trials), "site": site}
-    [remote] = client.scatter([payload], broadcast=True)
+    [remote] = client.scatter([payload], broadcast=True, hash=False)   # a fresh key per run
     step = max(1, int(CHUNK_BATCHES if chunk_batches is None else chunk_batches))
     futures = [client.submit(_chunk, remote, seed.entropy, tuple(seed.spawn_key), a,
                              min(a + step, n_batches), pure=False)

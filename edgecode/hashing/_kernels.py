@@ -68,9 +68,11 @@ def _offer(qb, d, i, k, thr, total, sizes, bucket):
         thr[qb] = t
 
 
-#: codes per tile of the scan (transposed: word w of the tile's codes contiguous), and queries scanned against a tile while it is in cache
-TILE = 256
-_TQBLOCK = 16
+#: codes per tile of the scan (transposed: word w of the tile's codes
+#: contiguous; 64 KB at 512 bits), and queries scanned against a tile while it
+#: is in cache (fewer when k is large: the buckets stay under 64 MB)
+TILE = 1024
+_TQBLOCK = 32
 
 
 @njit(**NJIT_NOGIL)
@@ -146,13 +148,14 @@ def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop
     """
     nt, W, T = tiles.shape
     B = 64 * W
-    thr = np.empty(_TQBLOCK, dtype=np.int64)
-    total = np.empty(_TQBLOCK, dtype=np.int64)
-    sizes = np.empty((_TQBLOCK, B + 1), dtype=np.int64)
-    bucket = np.empty((_TQBLOCK, B + 1, k), dtype=np.int64)
+    QB = max(1, min(_TQBLOCK, (1 << 23) // ((B + 1) * k)))
+    thr = np.empty(QB, dtype=np.int64)
+    total = np.empty(QB, dtype=np.int64)
+    sizes = np.empty((QB, B + 1), dtype=np.int64)
+    bucket = np.empty((QB, B + 1, k), dtype=np.int64)
     d = np.empty(T, dtype=np.int64)
-    for q0 in range(q_start, q_stop, _TQBLOCK):
-        nb = min(_TQBLOCK, q_stop - q0)
+    for q0 in range(q_start, q_stop, QB):
+        nb = min(QB, q_stop - q0)
         thr[:] = B
         total[:] = 0
         sizes[:, :] = 0

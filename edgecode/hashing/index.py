@@ -4,7 +4,7 @@ import numpy as np
 
 from .._parallel import n_workers, run_chunks, split
 from .._validation import check_int
-from ._kernels import TILE, _hamming_topk_tiled
+from ._kernels import _TQBLOCK, TILE, _hamming_topk_tiled
 from .codes import as_words, n_words
 
 __all__ = ["HammingIndex"]
@@ -14,10 +14,17 @@ class HammingIndex:
     """Flat index of binary codes with exact top-k Hamming search.
 
     Codes are stored as uint64 words (bit i in word ``i // 64`` at position
-    ``i % 64``, LSB first; :mod:`edgecode.hashing.codes`).  A search scans every
-    stored code with XOR and a hardware popcount (numba, one thread per call),
-    then selects the k smallest distances by a counting pass over the
-    ``n_bits + 1`` possible distances: O(n) per query, no sort.
+    ``i % 64``, LSB first; :mod:`edgecode.hashing.codes`), and also as
+    transposed tiles of 1024 codes (word w of a tile's codes contiguous: twice
+    the memory of the codes). A search scans each tile for a block of 32
+    queries while it is in cache, XOR and popcount two words at a time in
+    loops the compiler vectorises (AVX2), counting the codes at or below each
+    query's current threshold; tiles without one are skipped, the others
+    offer their codes, in index order, to bounded buckets per distance
+    (``n_bits + 1`` of them): O(n) per query, no sort. Queries are split over
+    numba's thread count (``numba.set_num_threads``); results do not depend
+    on it. Memory of a search: ``32 (n_bits + 1) k`` int64 bucket slots per
+    thread (fewer queries per block when that passes 64 MB).
 
     Parameters
     ----------
@@ -91,8 +98,8 @@ class HammingIndex:
         nq = q.shape[0]
         dist = np.empty((nq, k), dtype=np.int32)
         ind = np.empty((nq, k), dtype=np.int64)
-        # query ranges per thread, whole blocks of 16 queries where possible
-        ranges = [(a, b) for a, b in split(-(-nq // 16), n_workers())]
-        ranges = [(16 * a, min(16 * b, nq)) for a, b in ranges]
+        # query ranges per thread, whole blocks of _TQBLOCK queries where possible
+        ranges = [(a, b) for a, b in split(-(-nq // _TQBLOCK), n_workers())]
+        ranges = [(_TQBLOCK * a, min(_TQBLOCK * b, nq)) for a, b in ranges]
         run_chunks(_hamming_topk_tiled, ranges, self._tiled(), self.ntotal, q, k, dist, ind)
         return dist, ind
