@@ -267,7 +267,9 @@ def _random_search(N, p_unused, n_draws, max_attempts, criterion, state, best, c
         if score > best_score or (score == best_score and cnt < best_cnt):
             best_score = score
             best_cnt = cnt
-            best[:, :] = cur
+            for i in range(c):          # element loops: numba's slice copy compiles
+                for j in range(n):      # its shape-error formatting (seconds)
+                    best[i, j] = cur[i, j]
     return valid, best_score
 
 
@@ -544,7 +546,9 @@ def _swap_climb(rows, cols, K, base, N, k, max_evals, key, block0):
                         Dc[m, p] = s
                 _key(Dr, Dc, hashes, A, new)
                 if _better(new, key):
-                    key[:] = new
+                    key[0] = new[0]
+                    key[1] = new[1]
+                    key[2] = new[2]
                     used_c[cols[p]] = False
                     used_c[q] = True
                     cols[p] = q
@@ -586,7 +590,9 @@ def _swap_climb(rows, cols, K, base, N, k, max_evals, key, block0):
                     hashes[p] = _col_hash(A, p, seen)
                 _key(Dr, Dc, hashes, A, new)
                 if _better(new, key):
-                    key[:] = new
+                    key[0] = new[0]
+                    key[1] = new[1]
+                    key[2] = new[2]
                     used_r[rows[i]] = False
                     used_r[u] = True
                     rows[i] = u
