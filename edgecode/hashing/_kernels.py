@@ -167,10 +167,17 @@ def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop
                 th = thr[qb]
                 if _tile_distances(tile, queries[q0 + qb], d, th) == 0:
                     continue
-                for i in range(m):
-                    if d[i] <= th:
-                        _offer(qb, d[i], base + i, k, thr, total, sizes, bucket)
-                        th = thr[qb]
+                for s0 in range(0, m, 64):      # 64-code stretches: a vectorised count
+                    s1 = min(m, s0 + 64)        # first, the scalar scan only where needed
+                    c = 0
+                    for i in range(s0, s1):
+                        c += np.int64(d[i] <= th)
+                    if c == 0:
+                        continue
+                    for i in range(s0, s1):
+                        if d[i] <= th:
+                            _offer(qb, d[i], base + i, k, thr, total, sizes, bucket)
+                            th = thr[qb]
         for qb in range(nb):
             p = 0
             for dd in range(B + 1):
