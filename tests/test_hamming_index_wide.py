@@ -68,3 +68,21 @@ def test_random_cases(n, words, k, seed, density):
     d, i = idx.search(q, k)
     bd, bi = _brute(db, q, k)
     assert np.array_equal(d, bd) and np.array_equal(i, bi)
+
+
+def test_ssbc_codes_do_not_depend_on_the_thread_count():
+    """SSBC's Gaussian affinities are exponentiated over row chunks on numba's
+    threads: elementwise, so the codes are the same for any thread count."""
+    from edgecode.hashing import SSBC
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 20))
+    model = SSBC(24, 64, 40, random_state=0).fit(X[:1000])
+    old = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = model.transform(X)
+        numba.set_num_threads(max(2, old))
+        two = model.transform(X)
+    finally:
+        numba.set_num_threads(old)
+    assert np.array_equal(one, two)

@@ -2,7 +2,8 @@
 
 * ``_ctpop``             -- LLVM ``ctpop`` on a uint64 (one POPCNT instruction),
   imported from :mod:`edgecode._kernels` (the one host-side copy).
-* ``_affinity_from_gram`` -- Gaussian affinities from a cross product, in place.
+* ``_affinity_from_gram`` -- Gaussian affinities from a cross product, in place
+  (a range of rows: threads take row chunks).
 * ``_hamming_topk_tiled`` -- top-k Hamming search over codes held as
   transposed tiles (vectorised distances per tile and block of queries,
   bounded buckets per distance).
@@ -23,11 +24,12 @@ from .._config import NJIT, NJIT_NOGIL
 from .._kernels import _ctpop  # the one host-side popcount
 
 
-@njit(**NJIT)
-def _affinity_from_gram(G, x_sq, a_sq, inv_sigma):
-    """``G[i, j] <- exp(-max(x_sq[i] + a_sq[j] - 2 G[i, j], 0) * inv_sigma)`` in place."""
-    n, m = G.shape
-    for i in range(n):
+@njit(**NJIT_NOGIL)
+def _affinity_from_gram(G, x_sq, a_sq, inv_sigma, start, stop):
+    """``G[i, j] <- exp(-max(x_sq[i] + a_sq[j] - 2 G[i, j], 0) * inv_sigma)`` in
+    place, rows ``start .. stop - 1`` (``edgecode._parallel.run_chunks``)."""
+    m = G.shape[1]
+    for i in range(start, stop):
         xi = x_sq[i]
         for j in range(m):
             d = xi + a_sq[j] - 2.0 * G[i, j]

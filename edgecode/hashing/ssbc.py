@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._config import HASHING_BLOCK_ROWS, SSBC_SIGMA_NEIGHBOR
+from .._parallel import run_chunks
 from .._validation import check_int
 from ._base import BinaryHasher, check_state_bytes, format_codes, generator, itq_rotation
 from ._kernels import _affinity_from_gram
@@ -27,8 +28,9 @@ def gaussian_affinity(X, anchors, sigma, out=None):
     """``W[i, j] = exp(-||X_i - anchors_j||^2 / sigma)``, shape (n, m), float64.
 
     The squared distance is expanded as ``|x|^2 + |a|^2 - 2 x.a`` (one BLAS
-    product per block of rows), clamped at 0, and exponentiated by a numba
-    kernel in place.
+    product per block of rows), clamped at 0, and exponentiated in place by a
+    numba kernel over chunks of rows on numba's threads (elementwise: the same
+    result for any thread count).
 
     >>> import numpy as np
     >>> gaussian_affinity([[0.0, 0.0]], [[0.0, 0.0], [1.0, 1.0]], 2.0).round(4).tolist()
@@ -45,7 +47,8 @@ def gaussian_affinity(X, anchors, sigma, out=None):
     for s in range(0, X.shape[0], HASHING_BLOCK_ROWS):
         blk = out[s:s + HASHING_BLOCK_ROWS]
         np.matmul(X[s:s + HASHING_BLOCK_ROWS], A.T, out=blk)
-        _affinity_from_gram(blk, x_sq[s:s + HASHING_BLOCK_ROWS], a_sq, 1.0 / sigma)
+        run_chunks(_affinity_from_gram, blk.shape[0], blk, x_sq[s:s + HASHING_BLOCK_ROWS], a_sq,
+                   1.0 / sigma)
     return out
 
 
