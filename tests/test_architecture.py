@@ -12,7 +12,7 @@ ALLOWED = {
     "firmware_sim": {"numpy", "numba", "firmware_sim"},
     "edgecode": {"numpy", "numba", "scipy", "sklearn", "edgecode", "joblib"},
     "export": {"numpy", "numba", "scipy", "sklearn", "edgecode", "export", "firmware_sim",
-               "onnx", "onnxruntime", "matplotlib", "dask"},
+               "onnx", "onnxruntime", "matplotlib", "dask", "skl2onnx"},
 }
 import sys
 
