@@ -6,14 +6,13 @@ Run:  python benchmarks/bench_scp_threads.py
 """
 
 import sys
-import time
 from pathlib import Path
 
 import numba
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, print_table  # noqa: E402
+from _common import machine, median_time, print_table  # noqa: E402
 
 from edgecode.datasets import load  # noqa: E402
 from edgecode.naive_bayes import BinaryNaiveBayes  # noqa: E402
@@ -22,13 +21,7 @@ from edgecode.scp import scp_bounds, scp_exact  # noqa: E402
 
 def timed(fn, threads, repeats=5):
     numba.set_num_threads(threads)
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts))
+    return median_time(fn, repeats=repeats, warmup=1)
 
 
 def main():

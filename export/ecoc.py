@@ -54,7 +54,7 @@ from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_input
 from .pipeline import fold_pipeline
 from .result import ExportResult
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
-                         json_props, narrow_int_initializer, save_model)
+                         input_elem_type, json_props, narrow_int_initializer, save_model)
 
 __all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
            "onnx_metadata", "linear_matmul_dtype",
@@ -257,7 +257,6 @@ def quantize_ecoc(model, X_calib):
 
 
 # ------------------------------------------------------------------ ONNX
-_INPUT_DTYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
 
 
 def _init(name, value, inits):
@@ -525,15 +524,14 @@ def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
     """
     if input not in ("features", "frame"):
         raise ValueError(f"input must be 'features' or 'frame'; got {input!r}")
-    if input_dtype not in _INPUT_DTYPES:
-        raise ValueError(f"input_dtype must be 'float32' or 'float64'; got {input_dtype!r}")
+    input_dtype, in_type = input_elem_type(input_dtype)
     code = arrays["code"].astype(np.int64)
     c, m = code.shape
     d = arrays["in_center"].shape[0]
     nodes, inits = [], []
     linear = int(arrays["learner_kind"][0]) == 1
     if input == "features":
-        in_info = helper.make_tensor_value_info("X", _INPUT_DTYPES[input_dtype], ["N", d])
+        in_info = helper.make_tensor_value_info("X", in_type, ["N", d])
         x = "X"
         if input_dtype == "float32":
             x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
@@ -678,9 +676,7 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     """
     if onnx_input not in ("features", "frame"):
         raise ValueError(f"onnx_input must be 'features' or 'frame'; got {onnx_input!r}")
-    if onnx_input_dtype not in _INPUT_DTYPES:
-        raise ValueError("onnx_input_dtype must be 'float32' or 'float64'; got "
-                         f"{onnx_input_dtype!r}")
+    input_elem_type(onnx_input_dtype, what="onnx_input_dtype")       # before any work
     check_is_fitted(model)
     arrays, info = quantize_ecoc(model, X_calib)
     ecoc = info["ecoc"]

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 import firmware_sim
+from firmware_sim._parallel import n_threads
 from firmware_sim.artifact import Container, read_container
 
 __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "toolchain_missing",
@@ -495,7 +496,7 @@ def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=T
     ext = ".elf" if t.arm else ""
     runner = d / ("runner" + ext)
     t0 = time.perf_counter()
-    workers = max(1, min(len(units), jobs or _cpu_count()))
+    workers = max(1, min(len(units), jobs or n_threads(-1)))
     with ThreadPoolExecutor(workers) as ex:
         list(ex.map(compile_one, units))
     link = ["-T", str(d / "link.ld"), "-nostartfiles", "--specs=rdimon.specs"] if t.arm else []
@@ -524,13 +525,6 @@ def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=T
     out.flash_bytes, out.ram_bytes, out.stack_bytes = int(flash), int(ram), int(stack)
     out.sections = sections
     return out
-
-
-def _cpu_count():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:         # not on Linux
-        return os.cpu_count() or 1
 
 
 def _sections(size_tool, path):

@@ -26,8 +26,9 @@ from firmware_sim.artifact import write_container
 from firmware_sim.naive_bayes import load_protected_nb, make_protected_nb_arrays
 
 from .result import ExportResult
-from .onnx_utils import (ONNX_FORMAT_VERSION, class_labels_initializer, finish_model,
-                         json_props, narrow_int_initializer, save_model)
+from .onnx_utils import (FLOAT_INPUTS, ONNX_FORMAT_VERSION, class_labels_initializer,
+                         finish_model, input_elem_type, json_props, narrow_int_initializer,
+                         save_model)
 
 __all__ = ["quantize_naive_bayes", "export_protected_nb", "protected_nb_to_onnx",
            "ExportResult", "EXHAUSTIVE_MAX_FEATURES"]
@@ -87,19 +88,7 @@ def quantize_naive_bayes(model, X_check=None, *, min_shift=4, max_shift=26):
         f"within {np.abs(c0 + X @ d).min():.3g} of the decision threshold")
 
 
-_FEATURE_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE,
-                  "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8}
-
-
-def _feature_type(input_dtype):
-    try:
-        name = np.dtype(input_dtype).name
-    except TypeError:
-        name = None
-    if name not in _FEATURE_TYPES:
-        raise ValueError("input_dtype must be one of 'float32', 'float64', 'bool', 'uint8'; "
-                         f"got {input_dtype!r}")
-    return name
+_FEATURE_TYPES = {**FLOAT_INPUTS, "bool": TensorProto.BOOL, "uint8": TensorProto.UINT8}
 
 
 def protected_nb_to_onnx(weights, bias, repetitions=None, *, input="features", classes=None,
@@ -190,14 +179,14 @@ def protected_nb_to_onnx(weights, bias, repetitions=None, *, input="features", c
         meta.update(input="bits", input_dtype="uint8", total_bits=total,
                     repetitions=r.tolist())
     else:
-        in_type = _feature_type(input_dtype)
+        in_type, in_elem = input_elem_type(input_dtype, _FEATURE_TYPES)
         thr = 0.5 if binarize is None else float(binarize)
         if not np.isfinite(thr):
             raise ValueError(f"binarize must be a finite number; got {binarize!r}")
         inits.append(numpy_helper.from_array(np.array(thr, np.float64), "threshold"))
         nodes = [N("Cast", ["X"], ["X_f64"], to=TensorProto.DOUBLE),
                  N("Greater", ["X_f64", "threshold"], ["decoded_bool"])]
-        graph_input = helper.make_tensor_value_info("X", _FEATURE_TYPES[in_type], ["N", n])
+        graph_input = helper.make_tensor_value_info("X", in_elem, ["N", n])
         meta.update(input="X", input_dtype=in_type, threshold=thr,
                     binarize=None if binarize is None else thr)
     nodes += [
@@ -282,7 +271,7 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
                          f"got {repetitions!r}")
     if onnx_input not in ("bits", "features"):
         raise ValueError(f"onnx_input must be 'bits' or 'features'; got {onnx_input!r}")
-    in_type = _feature_type(onnx_input_dtype)
+    in_type, _ = input_elem_type(onnx_input_dtype, _FEATURE_TYPES)
     weights, bias, shift, checked = quantize_naive_bayes(model, X_check)
     binarize = getattr(model, "binarize", None)
     info = {"classes": [str(c) for c in model.classes_],

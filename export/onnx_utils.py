@@ -41,6 +41,30 @@ _ONNX_INT = {"uint8": onnx.TensorProto.UINT8, "int8": onnx.TensorProto.INT8,
              "int64": onnx.TensorProto.INT64}
 
 
+#: ONNX element types of the float feature inputs (``X``) the graphs take.
+FLOAT_INPUTS = {"float32": onnx.TensorProto.FLOAT, "float64": onnx.TensorProto.DOUBLE}
+
+
+def input_elem_type(input_dtype, allowed=FLOAT_INPUTS, *, what="input_dtype"):
+    """``(dtype name, ONNX element type)`` of a graph input's element type, one
+    of ``allowed`` (names or numpy dtypes); a ValueError names the choices.
+
+    >>> input_elem_type("float64") == ("float64", onnx.TensorProto.DOUBLE)
+    True
+    """
+    import numpy as np
+
+    try:
+        name = None if input_dtype is None else np.dtype(input_dtype).name
+    except TypeError:
+        name = None
+    if name not in allowed:
+        names = [f"'{k}'" for k in allowed]
+        choice = " or ".join(names) if len(names) == 2 else "one of " + ", ".join(names)
+        raise ValueError(f"{what} must be {choice}; got {input_dtype!r}")
+    return name, allowed[name]
+
+
 def narrow_int_dtype(values):
     """Narrowest integer dtype holding every value of ``values`` (an integer array).
 

@@ -76,7 +76,7 @@ def _shape(operator):
 def _convert(scope, operator, container):
     from skl2onnx.algebra.onnx_ops import (
         OnnxAdd, OnnxArgMin, OnnxCast, OnnxConcat, OnnxEqual, OnnxGather, OnnxIdentity,
-        OnnxMatMul, OnnxMul, OnnxNeg, OnnxNot, OnnxReshape, OnnxShape, OnnxSlice,
+        OnnxMatMul, OnnxMul, OnnxNeg, OnnxReshape, OnnxShape, OnnxSlice,
         OnnxConstantOfShape)
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
     from onnx import TensorProto, numpy_helper

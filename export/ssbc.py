@@ -35,11 +35,10 @@ from firmware_sim.ssbc import EXP_SHIFT, INPUT_LIMIT, LUT_SEGMENTS, load_ssbc, m
 
 from .result import ExportResult
 from .onnx_utils import (ONNX_FORMAT_VERSION, class_labels_initializer, finish_model,
-                         json_props, narrow_int_initializer, save_model)
+                         input_elem_type, json_props, narrow_int_initializer, save_model)
 
 __all__ = ["export_ssbc", "ssbc_arrays", "ssbc_to_onnx", "ExportResult"]
 
-_INPUT_TYPES = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE}
 
 
 def _check_labels(y):
@@ -122,16 +121,6 @@ def _c(name, value, dtype=np.int64):
     return numpy_helper.from_array(np.asarray(value, dtype=dtype), name)
 
 
-def _input_type(input_dtype):
-    try:
-        name = np.dtype(input_dtype).name
-    except TypeError:
-        name = None
-    if name not in _INPUT_TYPES:
-        raise ValueError(f"input_dtype must be 'float32' or 'float64'; got {input_dtype!r}")
-    return name
-
-
 def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", outputs="labels"):
     """ONNX graph of the device pipeline from the container arrays (opset 17).
 
@@ -175,7 +164,7 @@ def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", out
     >>> label.tolist(), bits.tolist(), dist.tolist()
     (['a', 'b, second'], [[1], [0]], [0, 0])
     """
-    in_type = _input_type(input_dtype)
+    in_type, in_elem = input_elem_type(input_dtype)
     if outputs not in ("labels", "legacy"):
         raise ValueError(f"outputs must be 'labels' or 'legacy'; got {outputs!r}")
     A = np.asarray(arrays["anchors"])
@@ -325,7 +314,7 @@ def ssbc_to_onnx(arrays, *, props=None, classes=None, input_dtype="float32", out
     meta.update(props or {})
     graph = helper.make_graph(
         nodes, "ssbc",
-        [helper.make_tensor_value_info("X", _INPUT_TYPES[in_type], ["N", d])],
+        [helper.make_tensor_value_info("X", in_elem, ["N", d])],
         outputs_info, initializer=inits)
     return finish_model(graph, doc="edgecode SSBC: fixed-point Gaussian affinities to anchors, "
                         "integer projection, sign bits (and Hamming k-NN label)",
@@ -382,7 +371,7 @@ def export_ssbc(model, *, container_path=None, onnx_path=None, X_table=None, y_t
     >>> json.loads({p.key: p.value for p in ex.onnx_model.metadata_props}["classes"])
     ['setosa, Iris', 'versicolor', 'virginica']
     """
-    in_type = _input_type(onnx_input_dtype)
+    in_type, _ = input_elem_type(onnx_input_dtype)
     if onnx_outputs not in ("labels", "legacy"):
         raise ValueError(f"onnx_outputs must be 'labels' or 'legacy'; got {onnx_outputs!r}")
     arrays, classes = ssbc_arrays(model, X_table=X_table, y_table=y_table, knn_k=knn_k)

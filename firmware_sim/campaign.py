@@ -58,6 +58,7 @@ from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
+from ._parallel import n_threads, run_ranges
 from .artifact import ContainerError
 from .channel import _BLOCK_BITS
 from .device import SITES, load
@@ -412,7 +413,7 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     faults = [fault if v is None else fault.with_params(**{param: v}) for v in grid]
     if client is not None:
         from .distributed import check_client
-        check_client(client)
+        check_client(client)            # before any work
     seed = random_state
     if isinstance(seed, bool) or not isinstance(seed, (Integral, np.integer)) or seed < 0:
         raise ValueError(f"random_state must be a non-negative integer (the root of the "
@@ -435,6 +436,10 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     for f in faults:
         f._check_width(width)
     children = np.random.SeedSequence(int(seed)).spawn(len(grid))
+    remote = None
+    if client is not None and not image:
+        from .distributed import bits_point_on_cluster, scatter_payload
+        remote = scatter_payload(client, device, X, y, n_trials, site)
 
     points = []
     for k, (value, f) in enumerate(zip(grid, faults)):
@@ -444,10 +449,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
             same, correct, refused = _image_point(device, frames, clean, y, f, rng, n_trials,
                                                   site)
             ci_n = n_trials
-        elif client is not None:
-            from .distributed import bits_point_on_cluster
-            same, correct = bits_point_on_cluster(client, device, X, y, f, children[k],
-                                                  n_trials, site)
+        elif remote is not None:
+            same, correct = bits_point_on_cluster(client, remote, f, children[k], t, width,
+                                                  n_trials, y is not None)
             refused, ci_n = 0, t * n_trials
         else:
             same, correct = _bits_point(device, stream, clean, y, f, children[k], n_trials,
@@ -559,8 +563,6 @@ def _run_batches(run, batches, seeds, t, n_jobs=None):
     """Run ``batches[i]`` with ``default_rng(seeds[i])``; sums of the per-point
     counts. Threads (``n_jobs``) take contiguous ranges of batches, each with
     its own counters: integer sums, so the result does not depend on them."""
-    from ._parallel import n_threads, run_ranges
-
     def work(a, b):
         same = np.zeros(t, np.int64)
         correct = np.zeros(t, np.int64)

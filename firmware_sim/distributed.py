@@ -5,9 +5,10 @@ value to a ``dask.distributed`` cluster. A campaign's work is already cut
 into batches of about 4 Mi wire bits (``campaign.BATCH_BITS``), each with its
 own seed (``SeedSequence(random_state).spawn(grid)[k].spawn(n_batches)[b]``):
 a task is a contiguous range of batches (:data:`CHUNK_BATCHES`, a few seconds
-of work), the worker rebuilds the device from the container bytes and the
-points (scattered once to every worker), runs its batches and returns two
-int64 count vectors. The sums are the local run's, bit for bit, whatever the
+of work) and the grid value's fault; the container bytes and the points are
+scattered to every worker once per campaign, and a worker loads the device
+and computes the clean stream once (:func:`_prepare`), then runs its tasks'
+batches and returns two int64 count vectors. The sums are the local run's, bit for bit, whatever the
 cluster (``tests/test_distributed.py`` checks it on a ``LocalCluster`` of two
 worker processes).
 
@@ -18,7 +19,7 @@ imports numpy and numba only): the caller passes a connected ``Client``.
 
 import numpy as np
 
-__all__ = ["bits_point_on_cluster", "CHUNK_BATCHES", "check_client"]
+__all__ = ["bits_point_on_cluster", "scatter_payload", "CHUNK_BATCHES", "check_client"]
 
 #: Batches per task: 16 x 4 Mi wire bits, about 1-4 s of work on one core for
 #: the fast paths (naive Bayes, ECOC) and more on the plain path.
@@ -39,47 +40,61 @@ def check_client(client):
     return client
 
 
+#: The last payload a worker prepared and what it prepared from it: the tasks
+#: of one campaign share the scattered payload object, so a worker loads the
+#: device, encodes the points and computes the clean stream once.
+_PREPARED = [None, None]
+
+
 def _prepare(payload):
-    """Device, clean stream and batch runner of a scattered payload (worker side)."""
+    """(device, clean labels, clean stream, alphabet size) of a scattered payload
+    (worker side; computed once per payload and worker)."""
     from . import campaign as c
     from .device import load
 
-    device = load(payload["image"])
-    frames = device.encode(payload["X"])
-    clean = c._clean_labels(device, frames)
-    stream, n_sym = c._stream(device, frames, payload["site"])
-    run = c._batch_runner(device, stream, clean, payload["y"], payload["fault"],
-                          payload["n_trials"], n_sym, payload["site"])
-    return stream, run
+    if _PREPARED[0] is not payload:
+        device = load(payload["image"])
+        frames = device.encode(payload["X"])
+        clean = c._clean_labels(device, frames)
+        stream, n_sym = c._stream(device, frames, payload["site"])
+        _PREPARED[:] = [payload, (device, clean, stream, n_sym)]
+    return _PREPARED[1]
 
 
-def _chunk(payload, entropy, spawn_key, first, stop):
+def _chunk(payload, fault, entropy, spawn_key, first, stop):
     """Counts of batches [first, stop) of one grid value (a Dask task)."""
     from . import campaign as c
 
-    stream, run = _prepare(payload)
+    device, clean, stream, n_sym = _prepare(payload)
+    run = c._batch_runner(device, stream, clean, payload["y"], fault, payload["n_trials"],
+                          n_sym, payload["site"])
     t, width = stream.shape
     batches = list(c._batches(t, payload["n_trials"], width))
     seeds = np.random.SeedSequence(entropy, spawn_key=spawn_key).spawn(len(batches))
     return c._run_batches(run, batches[first:stop], seeds[first:stop], t, n_jobs=1)
 
 
-def bits_point_on_cluster(client, device, X, y, fault, seed, n_trials, site,
+def scatter_payload(client, device, X, y, n_trials, site):
+    """Send the container, the points and the labels to every worker once per
+    campaign; returns the future the tasks take."""
+    payload = {"image": device.container.tobytes(), "X": np.asarray(X), "y": y,
+               "n_trials": int(n_trials), "site": site}
+    [remote] = check_client(client).scatter([payload], broadcast=True,
+                                            hash=False)    # a fresh key per campaign
+    return remote
+
+
+def bits_point_on_cluster(client, remote, fault, seed, t, width, n_trials, has_y,
                           chunk_batches=None):
-    """``(same, correct or None)`` of one grid value, computed on a cluster:
-    equal to ``campaign._bits_point(.., seed, ..)`` on this machine."""
+    """``(same, correct or None)`` of one grid value, computed on a cluster from
+    the payload :func:`scatter_payload` sent (``t`` points, ``width`` positions
+    per stream row): equal to ``campaign._bits_point(.., seed, ..)`` on this
+    machine."""
     from . import campaign as c
 
-    client = check_client(client)
-    frames = device.encode(X)
-    t = frames.shape[0]
-    stream, _ = c._stream(device, frames, site)
-    n_batches = len(list(c._batches(t, n_trials, stream.shape[1])))
-    payload = {"image": device.container.tobytes(), "X": np.asarray(X), "y": y,
-               "fault": fault, "n_trials": int(n_trials), "site": site}
-    [remote] = client.scatter([payload], broadcast=True, hash=False)   # a fresh key per run
+    n_batches = len(list(c._batches(t, n_trials, width)))
     step = max(1, int(CHUNK_BATCHES if chunk_batches is None else chunk_batches))
-    futures = [client.submit(_chunk, remote, seed.entropy, tuple(seed.spawn_key), a,
+    futures = [client.submit(_chunk, remote, fault, seed.entropy, tuple(seed.spawn_key), a,
                              min(a + step, n_batches), pure=False)
                for a in range(0, n_batches, step)]
     same = np.zeros(t, np.int64)
@@ -87,4 +102,4 @@ def bits_point_on_cluster(client, device, X, y, fault, seed, n_trials, site,
     for s, k in client.gather(futures):
         same += s
         correct += k
-    return same, (None if y is None else correct)
+    return same, (correct if has_y else None)

@@ -99,7 +99,7 @@ class HammingIndex:
         dist = np.empty((nq, k), dtype=np.int32)
         ind = np.empty((nq, k), dtype=np.int64)
         # query ranges per thread, whole blocks of _TQBLOCK queries where possible
-        ranges = [(a, b) for a, b in split(-(-nq // _TQBLOCK), n_workers())]
-        ranges = [(_TQBLOCK * a, min(_TQBLOCK * b, nq)) for a, b in ranges]
+        ranges = [(_TQBLOCK * a, min(_TQBLOCK * b, nq))
+                  for a, b in split(-(-nq // _TQBLOCK), n_workers())]
         run_chunks(_hamming_topk_tiled, ranges, self._tiled(), self.ntotal, q, k, dist, ind)
         return dist, ind

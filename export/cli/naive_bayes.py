@@ -358,7 +358,6 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
                  confidence=0.99, max_points=None, stream=None):
     """Monte Carlo campaign on the device runtime next to the SCP predicted for it."""
-    from edgecode import datasets
     from export.analytics import device_scp
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
