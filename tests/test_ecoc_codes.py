@@ -477,3 +477,109 @@ def test_random_state_kinds():
                        annealed(6, 8, random_state=2, n_temps=3))
     with pytest.raises(TypeError, match="random_state must be"):
         dense_random(6, random_state="x")
+
+
+# ---------------------------------------------------------------- plain random (screen=False)
+
+
+def test_screened_draws_unchanged():
+    # literal outputs of the screened designs before the screen option existed
+    assert dense_random(5, 6, n_draws=7, random_state=3).tolist() == [
+        [1, 0, 0, 0, 0, 0], [0, 1, 1, 1, 1, 0], [1, 0, 1, 1, 0, 0], [1, 1, 0, 0, 1, 1],
+        [0, 1, 0, 1, 0, 1]]
+    assert sparse_random(4, 5, n_draws=7, random_state=3, screen=True).tolist() == [
+        [1, 1, 1, -1, 1], [-1, -1, 0, -1, 1], [-1, 0, -1, 1, -1], [0, 1, 0, 0, 0]]
+    assert nary_random(5, 4, N=3, n_draws=9, random_state=3).tolist() == [
+        [1, 0, 2, 2], [2, 1, 0, 1], [1, 2, 0, 0], [2, 1, 1, 2], [0, 1, 0, 2]]
+    assert make_code("nary_random", 4, 4, N=5, n_draws=9, random_state=3).tolist() == [
+        [1, 0, 4, 1], [2, 1, 0, 1], [1, 1, 4, 0], [2, 4, 3, 0]]
+
+
+@pytest.mark.parametrize("fn, kw, probs", [
+    (dense_random, {}, {0: 0.5, 1: 0.5}),
+    (nary_random, {"N": 5}, {s: 0.2 for s in range(5)}),
+    (nary_random, {"N": 4}, {s: 0.25 for s in range(4)}),
+    (sparse_random, {}, {-1: 0.5, 0: 0.25, 1: 0.25}),
+    (sparse_random, {"p_unused": 0.2}, {-1: 0.2, 0: 0.4, 1: 0.4}),
+])
+def test_plain_random_entries_iid(fn, kw, probs):
+    from scipy.stats import chisquare
+    M = fn(40, 200, screen=False, random_state=11, **kw)      # 8000 entries
+    assert M.shape == (40, 200) and M.dtype == np.int8
+    sym = sorted(probs)
+    counts = np.array([(M == s).sum() for s in sym])
+    assert counts.sum() == M.size                             # no other symbol
+    assert chisquare(counts, M.size * np.array([probs[s] for s in sym])).pvalue > 1e-3
+    # independence: the 2 x 2 table of (entry, right neighbour) for the first symbol
+    a, b = M[:, :-1] == sym[0], M[:, 1:] == sym[0]
+    p0 = probs[sym[0]]
+    table = np.array([(a & b).sum(), (a & ~b).sum(), (~a & b).sum(), (~a & ~b).sum()])
+    expect = a.size * np.array([p0 * p0, p0 * (1 - p0), (1 - p0) * p0, (1 - p0) ** 2])
+    assert chisquare(table, expect).pvalue > 1e-3
+
+
+def test_plain_random_is_the_random_states_draw():
+    rs = np.random.RandomState(4)
+    assert_array_equal(nary_random(6, 7, N=3, screen=False, random_state=4),
+                       rs.randint(0, 3, size=(6, 7)))
+    assert_array_equal(dense_random(6, 7, screen=False, random_state=np.random.RandomState(4)),
+                       np.random.RandomState(4).randint(0, 2, size=(6, 7)))
+    a = dense_random(6, 7, screen=False, random_state=np.random.default_rng(2))
+    b = dense_random(6, 7, screen=False, random_state=np.random.default_rng(2))
+    assert_array_equal(a, b)
+    assert_array_equal(make_code("sparse_random", 5, 9, screen=False, random_state=8),
+                       sparse_random(5, 9, screen=False, random_state=8))
+
+
+def test_plain_random_keeps_defects_and_has_no_cap():
+    # tiny codes: defects are common and kept (no rejection)
+    seen = {"equal": False, "const": False, "equiv": False}
+    for s in range(40):
+        p = check_properties(dense_random(4, 3, screen=False, random_state=s))
+        seen["equal"] |= bool(p.equal_rows)
+        seen["const"] |= bool(p.constant_columns)
+        seen["equiv"] |= bool(p.equivalent_columns)
+    assert all(seen.values())
+    assert dense_random(3, 10, screen=False, random_state=0).shape == (3, 10)   # cap is 3
+    assert dense_random(9, 2, screen=False, random_state=0).shape == (9, 2)     # rows repeat
+    assert nary_random(4, 20, N=2, screen=False, random_state=0).shape == (4, 20)
+    assert dense_random(10, screen=False, random_state=0).shape == (10, 34)     # ceil(10 log2 c)
+    assert sparse_random(3, screen=False, random_state=0).shape == (3, 24)      # ceil(15 log2 c)
+
+
+def _plain_best_reference(c, n, N, K, seed, total):
+    """Best of K draws of randint(0, N) by (d_r [+ d_c], fewest pairs at the minima)."""
+    rs = np.random.RandomState(seed)
+    best, key = None, None
+    for _ in range(K):
+        M = rs.randint(0, N, size=(c, n))
+        D = naive.pairwise(M)
+        v = D[np.triu_indices(c, 1)]
+        score, cnt = v.min(), (v == v.min()).sum()
+        if total:
+            E = naive.pairwise(M, axis=1)
+            w = E[np.triu_indices(n, 1)]
+            score, cnt = score + w.min(), cnt + (w == w.min()).sum()
+        if key is None or (score, -cnt) > key:
+            best, key = M, (score, -cnt)
+    return best
+
+
+@pytest.mark.parametrize("criterion", ["total", "row"])
+def test_plain_best_of_k_matches_reference(criterion):
+    M = nary_random(6, 5, N=3, screen=False, n_draws=30, criterion=criterion, random_state=5)
+    ref = _plain_best_reference(6, 5, 3, 30, 5, criterion == "total")
+    assert_array_equal(M, ref)
+    first = nary_random(6, 5, N=3, screen=False, n_draws=1, random_state=5)
+    assert_array_equal(first, np.random.RandomState(5).randint(0, 3, size=(6, 5)))
+
+
+def test_plain_random_errors():
+    with pytest.raises(TypeError, match="screen must be True or False"):
+        dense_random(4, 3, screen="no")
+    with pytest.raises(ValueError, match="n_draws must be >= 1"):
+        nary_random(4, 3, screen=False, n_draws=0)
+    with pytest.raises(ValueError, match="criterion must be"):
+        nary_random(4, 3, screen=False, n_draws=3, criterion="mean")
+    with pytest.raises(ValueError, match="p_unused must be in"):
+        sparse_random(4, 3, screen=False, p_unused=1.5)

@@ -14,9 +14,9 @@ import numpy as np
 
 from .._config import ECOC_EXHAUSTIVE_MAX_CLASSES, ECOC_MAX_SYLVESTER
 from .._validation import check_int
-from ._kernels.codes import _random_search
+from ._kernels.codes import _min_offdiag, _pair_distances, _random_search
 from ._memory import MAX_CODE_BYTES, check_code_bytes
-from ._random import as_random_state
+from ._random import as_random_state, plain_matrix
 from .annealing import annealed
 from .bch import bch_generator, bch_generator_matrix, bch_lengths
 from .quality import _code_key
@@ -182,10 +182,21 @@ def exhaustive(n_classes, n_columns=None):
 # ----------------------------------------------------------------- random designs
 
 
-def _best_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
+def _check_criterion(criterion):
     crit = {"row": 0, "total": 1}
     if criterion not in crit:
         raise ValueError(f"criterion must be 'row' (d_r) or 'total' (d_T); got {criterion!r}")
+    return crit[criterion]
+
+
+def _check_screen(screen):
+    if not isinstance(screen, (bool, np.bool_)):
+        raise TypeError(f"screen must be True or False; got {screen!r}")
+    return bool(screen)
+
+
+def _best_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
+    code = _check_criterion(criterion)
     n_draws = check_int(n_draws, name="n_draws", low=1)
     # best, current, two transposed copies, row and column distance tables
     item = np.dtype(_dtype(N)).itemsize
@@ -193,44 +204,91 @@ def _best_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
     best = np.empty((c, n), _dtype(N))
     cur = np.empty((c, n), _dtype(N))
     max_attempts = 20 * n_draws + 1000
-    valid, _ = _random_search(int(N), float(p_unused), n_draws, max_attempts, crit[criterion],
+    valid, _ = _random_search(int(N), float(p_unused), n_draws, max_attempts, code,
                               _state(random_state), best, cur)
     if valid == 0:
         raise ValueError(
             f"no valid {c} x {n} matrix in {max_attempts} random draws (every draw had equal "
             "rows, a constant column or two equivalent columns); use more columns or another "
-            "design")
+            "design, or screen=False for a plain random matrix")
     return best
 
 
-def dense_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", random_state=None):
-    """Best of ``n_draws`` random binary matrices (Allwein, Schapire and Singer's dense code).
+def _plain_score(M, total):
+    """(doubled score, pairs at the minima) of a plain draw: d_r, or d_T = d_r + d_c."""
+    c, n = M.shape
+    D = np.empty((c, c), np.int64)
+    _pair_distances(M, False, D)
+    score, cnt = _min_offdiag(D) if c > 1 else (0, 0)
+    if total and n > 1:
+        T = np.ascontiguousarray(M.T)
+        D = np.empty((n, n), np.int64)
+        _pair_distances(T, False, D)
+        dc, cc = _min_offdiag(D)
+        score, cnt = score + dc, cnt + cc
+    return int(score), int(cnt)
+
+
+def _plain_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
+    """One plain i.i.d. matrix (n_draws None or 1), or the best of n_draws plain draws."""
+    code = _check_criterion(criterion)
+    n_draws = 1 if n_draws is None else check_int(n_draws, name="n_draws", low=1)
+    item = np.dtype(_dtype(N)).itemsize
+    extra = 0 if n_draws == 1 else 2 * c * n * item + 8 * c * c + 8 * n * n
+    check_code_bytes(design, c, n, c * n * (item + 8) + extra)
+    rs = as_random_state(random_state)
+    best, best_key = None, None
+    for _ in range(n_draws):
+        M = plain_matrix(rs, c, n, N, p_unused, _dtype(N))
+        if n_draws == 1:
+            return M
+        score, cnt = _plain_score(M, code == 1)
+        if best_key is None or (score, -cnt) > best_key:
+            best, best_key = M, (score, -cnt)
+    return best
+
+
+def dense_random(n_classes, n_columns=None, *, n_draws=None, criterion="row", screen=True,
+                 random_state=None):
+    """Random binary matrix (Allwein, Schapire and Singer's dense code): best of
+    ``n_draws`` screened draws, or a plain i.i.d. matrix with ``screen=False``.
 
     Parameters
     ----------
     n_classes : int
         Number of classes c >= 2.
     n_columns : int, optional
-        Default ``ceil(10 log2 c)``, capped at 2^(c-1) - 1, the number of
-        distinct, non-complementary, non-constant columns (also the limit).
-    n_draws : int, default=100
-        Valid draws to compare.
+        Default ``ceil(10 log2 c)``; with ``screen=True`` capped at
+        2^(c-1) - 1, the number of distinct, non-complementary, non-constant
+        columns (also the limit).  ``screen=False`` has no cap.
+    n_draws : int, optional
+        ``screen=True`` (default 100): valid draws to compare.
+        ``screen=False`` (default 1): one plain matrix; an explicit
+        ``n_draws > 1`` keeps the best of that many plain draws by
+        ``criterion`` (nothing rejected).
     criterion : {"row", "total"}, default="row"
         Keep the draw with the largest d_r, or d_T = d_r + d_c; ties go to the
-        draw with fewer pairs at the minimum.
+        draw with fewer pairs at the minimum.  Unused for a single draw.
+    screen : bool, default=True
+        True: every draw is screened (see Notes).  False: the papers' plain
+        random matrix, i.i.d. entries 0 / 1 with probability 1/2 each.
     random_state : int, RandomState, Generator or None
+        Same seed, same matrix (for either value of ``screen``).
 
     Returns
     -------
     ndarray of int8, shape (c, n)
-        Never a duplicate, complementary or constant column, never two equal
-        rows.
+        With ``screen=True``: never a duplicate, complementary or constant
+        column, never two equal rows.  With ``screen=False`` any of these can
+        occur.
 
     Notes
     -----
-    Each draw is built column by column: a column that is constant or equal
-    (or complementary) to an earlier one is redrawn, so every draw is valid
-    column-wise; a draw with two equal rows is discarded.
+    Screened draws are built column by column: a column that is constant or
+    equal (or complementary) to an earlier one is redrawn, so every draw is
+    valid column-wise; a draw with two equal rows is discarded.  A plain draw
+    (``screen=False``, one draw) is ``RandomState.randint(0, 2, (c, n))`` of
+    the random state: entries are independent Bernoulli(1/2).
 
     Examples
     --------
@@ -238,22 +296,31 @@ def dense_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", ran
     >>> M = dense_random(6, random_state=0)
     >>> M.shape, check_properties(M).valid
     ((6, 26), True)
+    >>> dense_random(3, 4, screen=False, random_state=0)    # plain: a constant column is kept
+    array([[0, 1, 1, 0],
+           [1, 1, 1, 1],
+           [1, 1, 1, 0]], dtype=int8)
     """
     c = _check_classes(n_classes)
-    limit = 2 ** (c - 1) - 1 if c < 63 else None
     default = math.ceil(10 * math.log2(c))
+    if not _check_screen(screen):
+        n = _check_columns(n_columns, default)
+        return _plain_random(c, n, 2, 0.0, n_draws, criterion, random_state, "dense_random")
+    limit = 2 ** (c - 1) - 1 if c < 63 else None
     n = _check_columns(n_columns, default if limit is None else min(default, limit), limit=limit,
                        why=f"a binary code for {c} classes (distinct non-constant, "
                            "non-complementary columns)")
     if n < 63 and c > 2 ** n:
         raise ValueError(f"n_columns={n} is too small: {c} distinct binary rows need "
                          f">= {math.ceil(math.log2(c))} columns")
-    return _best_random(c, n, 2, 0.0, n_draws, criterion, random_state, "dense_random")
+    return _best_random(c, n, 2, 0.0, 100 if n_draws is None else n_draws, criterion,
+                        random_state, "dense_random")
 
 
-def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_unused=0.5,
-                  random_state=None):
-    """Best of ``n_draws`` random ternary matrices (Allwein, Schapire and Singer's sparse code).
+def sparse_random(n_classes, n_columns=None, *, n_draws=None, criterion="row", p_unused=0.5,
+                  screen=True, random_state=None):
+    """Random ternary matrix (Allwein, Schapire and Singer's sparse code): best of
+    ``n_draws`` screened draws, or a plain i.i.d. matrix with ``screen=False``.
 
     Each entry is -1 (class not used) with probability ``p_unused``, else 0 or
     1 with equal probability.
@@ -263,19 +330,34 @@ def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_
     n_classes : int
         Number of classes c >= 2.
     n_columns : int, optional
-        Default ``ceil(15 log2 c)``, capped at (3^c - 2^(c+1) + 1) / 2, the
-        number of distinct ternary learners (also the limit).
-    n_draws : int, default=100
+        Default ``ceil(15 log2 c)``; with ``screen=True`` capped at
+        (3^c - 2^(c+1) + 1) / 2, the number of distinct ternary learners
+        (also the limit).  ``screen=False`` has no cap.
+    n_draws : int, optional
+        ``screen=True`` (default 100): valid draws to compare.
+        ``screen=False`` (default 1): one plain matrix; an explicit
+        ``n_draws > 1`` keeps the best of that many plain draws by
+        ``criterion`` (nothing rejected).
     criterion : {"row", "total"}, default="row"
     p_unused : float, default=0.5
         Probability of -1, in [0, 1).
+    screen : bool, default=True
+        True: screened draws (each column uses both 0 and 1, no two columns
+        equal up to swapping 0 and 1, no two equal rows).  False: the papers'
+        plain random matrix, i.i.d. entries, nothing rejected.
     random_state : int, RandomState, Generator or None
 
     Returns
     -------
     ndarray of int8, shape (c, n)
-        Each column uses both 0 and 1; no two columns equal up to swapping 0
-        and 1 (same -1 positions); no two equal rows.
+        With ``screen=True``: each column uses both 0 and 1; no two columns
+        equal up to swapping 0 and 1 (same -1 positions); no two equal rows.
+
+    Notes
+    -----
+    A plain draw takes one uniform u per entry from the random state
+    (``random_sample``): -1 if u < p_unused, else 0 or 1 as u falls in the
+    lower or upper half of [p_unused, 1).
 
     Examples
     --------
@@ -283,39 +365,63 @@ def sparse_random(n_classes, n_columns=None, *, n_draws=100, criterion="row", p_
     >>> M = sparse_random(5, random_state=0)
     >>> M.shape, check_properties(M).valid, int(M.min())
     ((5, 35), True, -1)
+    >>> sparse_random(3, 4, screen=False, random_state=0)
+    array([[ 0,  0,  0,  0],
+           [-1,  0, -1,  1],
+           [ 1, -1,  1,  0]], dtype=int8)
     """
     c = _check_classes(n_classes)
-    limit = (3 ** c - 2 ** (c + 1) + 1) // 2 if c < 40 else None
     default = math.ceil(15 * math.log2(c))
+    if not isinstance(p_unused, (int, float)) or not 0 <= p_unused < 1:
+        raise ValueError(f"p_unused must be in [0, 1); got {p_unused!r}")
+    if not _check_screen(screen):
+        n = _check_columns(n_columns, default)
+        return _plain_random(c, n, 2, float(p_unused), n_draws, criterion, random_state,
+                             "sparse_random")
+    limit = (3 ** c - 2 ** (c + 1) + 1) // 2 if c < 40 else None
     n = _check_columns(n_columns, default if limit is None else min(default, limit), limit=limit,
                        why=f"a ternary code for {c} classes (distinct learners using both 0 and "
                            "1)")
-    if not isinstance(p_unused, (int, float)) or not 0 <= p_unused < 1:
-        raise ValueError(f"p_unused must be in [0, 1); got {p_unused!r}")
-    return _best_random(c, n, 2, float(p_unused), n_draws, criterion, random_state,
-                        "sparse_random")
+    return _best_random(c, n, 2, float(p_unused), 100 if n_draws is None else n_draws,
+                        criterion, random_state, "sparse_random")
 
 
-def nary_random(n_classes, n_columns=None, N=3, *, n_draws=1000, criterion="total",
+def nary_random(n_classes, n_columns=None, N=3, *, n_draws=None, criterion="total", screen=True,
                 random_state=None):
-    """Best of ``n_draws`` random N-ary matrices by d_T (the seed 001 baseline).
+    """Random N-ary matrix (the seed 001 baseline): best of ``n_draws`` draws by d_T.
 
     Parameters
     ----------
     n_classes : int
         Number of classes c >= 2.
     n_columns : int, optional
-        Default c, capped at the number of distinct learners (partitions of
-        the classes into 2..N groups), which is also the limit.
+        Default c; with ``screen=True`` capped at the number of distinct
+        learners (partitions of the classes into 2..N groups), which is also
+        the limit.  ``screen=False`` has no cap.
     N : int, default=3
         Alphabet size >= 2 (any integer).
-    n_draws : int, default=1000
+    n_draws : int, optional
+        ``screen=True`` (default 1000): valid draws to compare.
+        ``screen=False`` (default 1): one plain matrix; an explicit
+        ``n_draws > 1`` keeps the best of that many plain draws by
+        ``criterion`` -- ``screen=False, n_draws=1000`` is the seed's
+        "best of 1000 randomly generated matrices by d_T" (nothing
+        rejected: a draw with equal rows simply scores d_r = 0).
     criterion : {"total", "row"}, default="total"
+    screen : bool, default=True
+        True: every draw is screened (no equal rows, no constant column, no
+        two columns equal up to a relabelling of symbols).  False: plain
+        i.i.d. entries, uniform on {0, ..., N-1}.
     random_state : int, RandomState, Generator or None
 
     Returns
     -------
     ndarray of int8 (int16 if N > 128), shape (c, n)
+
+    Notes
+    -----
+    A plain draw is ``RandomState.randint(0, N, (c, n))`` of the random
+    state; best-of-K plain draws are K such draws in a row.
 
     Examples
     --------
@@ -323,16 +429,24 @@ def nary_random(n_classes, n_columns=None, N=3, *, n_draws=1000, criterion="tota
     >>> M = nary_random(5, 5, N=3, n_draws=50, random_state=0)
     >>> M.shape, total_distance(M) >= 5
     ((5, 5), True)
+    >>> nary_random(3, 4, N=5, screen=False, random_state=0)
+    array([[4, 0, 3, 3],
+           [3, 1, 3, 2],
+           [4, 0, 0, 4]], dtype=int8)
     """
     c = _check_classes(n_classes)
     N = _check_N(N, prime=False)
+    if not _check_screen(screen):
+        n = _check_columns(n_columns, c)
+        return _plain_random(c, n, N, 0.0, n_draws, criterion, random_state, "nary_random")
     limit = _stirling2_sum(c, N) if c <= 64 else None
     n = _check_columns(n_columns, c if limit is None else min(c, limit), limit=limit,
                        why=f"a {N}-ary code for {c} classes (distinct learners)")
     if n * math.log(N) < math.log(c):
         raise ValueError(f"n_columns={n} is too small: {c} distinct {N}-ary rows need "
                          f">= {math.ceil(math.log(c) / math.log(N))} columns")
-    return _best_random(c, n, N, 0.0, n_draws, criterion, random_state, "nary_random")
+    return _best_random(c, n, N, 0.0, 1000 if n_draws is None else n_draws, criterion,
+                        random_state, "nary_random")
 
 
 # ----------------------------------------------------------------- Sylvester designs
@@ -611,7 +725,8 @@ def make_code(design, n_classes, n_columns=None, N=2, random_state=None, **optio
         bch, annealed); ignored by the deterministic ones.
     **options
         Passed to the design's constructor (e.g. ``truncation="top_left"``,
-        ``n_draws=10``, ``criterion="total"``, ``t=6``).
+        ``n_draws=10``, ``criterion="total"``, ``t=6``; ``screen=False``
+        gives the random designs' plain i.i.d. matrix).
 
     Returns
     -------
