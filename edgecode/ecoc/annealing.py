@@ -11,7 +11,7 @@ from ._kernels.codes import _anneal, _pair_distances
 from ._memory import check_code_bytes
 from ._random import as_random_state
 
-__all__ = ["annealed", "code_energy"]
+__all__ = ["annealed", "code_energy", "SCHEDULES"]
 
 #: energy charged to a pair of equal codewords (as if their distance were 1/2)
 _ZERO_PENALTY = 4.0
@@ -54,9 +54,22 @@ def _random_binary(rng, c, n):
         M[:, bad] = rng.integers(0, 2, (c, int(bad.sum())), dtype=np.int8)
 
 
-def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
-             moves_per_temp=None, t0=0.2, t_min=0.01, p_flip=0.9, p_add=0.05,
-             min_columns=None, max_columns=None, start=None, progress=None):
+#: Keyword defaults of each schedule (see :func:`annealed`).  ``"100c"`` means
+#: 100 moves per class; ``"n_columns"`` the requested width; ``"half"`` half of it.
+SCHEDULES = {
+    "ours": {"n_temps": 100, "moves_per_temp": "100c", "t0": 0.2, "t_min": 0.01,
+             "p_flip": 0.9, "p_add": 0.05, "min_columns": "n_columns",
+             "max_columns": "n_columns", "keep_best": False, "repair": True},
+    "paper": {"n_temps": 100, "moves_per_temp": 30, "t0": 0.2, "t_min": 0.01,
+              "p_flip": 0.9, "p_add": 0.05, "min_columns": "half",
+              "max_columns": "n_columns", "keep_best": True, "repair": False},
+}
+
+
+def annealed(n_classes, n_columns=None, random_state=None, *, schedule="ours", n_temps=None,
+             moves_per_temp=None, t0=None, t_min=None, p_flip=None, p_add=None,
+             min_columns=None, max_columns=None, keep_best=None, repair=None, start=None,
+             progress=None, return_info=False):
     """Binary code optimised by simulated annealing of the electrostatic energy (seed 003).
 
     Parameters
@@ -67,33 +80,67 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
         Width of the random start; default ``ceil(10 log2 c)``.
     random_state : int, RandomState, Generator or None
         Seed of the start matrix and of the moves.
-    n_temps : int, default=100
+    schedule : {"ours", "paper"}, default="ours"
+        Which defaults the keywords below take when left at None (the table
+        is :data:`SCHEDULES`).  ``"ours"``: 100 temperatures of ``100 c``
+        moves, temperatures relative to the mean pair energy, fixed width,
+        P3 repair at the end.  ``"paper"``: the seed's stated parameters,
+        N = 100 temperatures of L0 = 30 moves, T0 = E0 / 5 and
+        Tmin = 0.01 in absolute energy units, column add and remove moves
+        on (width between ``n_columns // 2`` and ``n_columns``), the best
+        state seen returned, no repair.  Explicit keywords override either.
+    n_temps : int, optional
         Number of temperatures (the seed's N = 100 iterations).
     moves_per_temp : int, optional
-        Moves tried at each temperature (the seed's L0); default ``100 c``.
-    t0, t_min : float, default=0.2, 0.01
-        First and last temperature, in units of the mean pair energy
-        ``E0 / (c (c-1) / 2)`` of the start (the seed's T0 = E0 / 5 and
-        Tmin = 0.01; see Notes).  Geometric cooling from t0 to t_min.
-    p_flip, p_add : float, default=0.9, 0.05
-        Move probabilities: flip one bit, add a random column; the rest
-        (0.05) removes a random column.
+        Moves tried at each temperature (the seed's L0): ours ``100 c``,
+        paper 30.
+    t0, t_min : float, optional
+        First and last temperature (geometric cooling, ``n_temps`` steps),
+        both 0.2 and 0.01 by default.  ``"ours"``: in units of the mean
+        pair energy ``E0 / (c (c-1) / 2)`` of the start.  ``"paper"``: t0
+        is a fraction of the start energy (T0 = t0 E0 = E0 / 5) and t_min is
+        absolute (Tmin = 0.01); if T0 <= Tmin the temperature stays at T0.
+    p_flip, p_add : float, optional
+        Move probabilities (0.9 and 0.05 by default): flip one bit, add a
+        random column; the rest (0.05) removes a random column.  The seed
+        names p1, p2, p3 without values.
     min_columns, max_columns : int, optional
-        Width bounds for the add/remove moves; both default to ``n_columns``,
-        so the result has exactly the requested shape (add/remove moves are
-        then never made).  Widen them to let the annealing choose the width.
+        Width bounds for the add/remove moves.  Ours: both ``n_columns``, so
+        the result has exactly the requested shape (add/remove moves are then
+        never made).  Paper: ``max(1, n_columns // 2)`` and ``n_columns``
+        (adding a column always lowers the energy, so an unbounded width only
+        grows; the requested width is the cap).
+    keep_best : bool, optional
+        Return the lowest-energy state among the start and the ends of the
+        temperatures (paper: True) instead of the final state (ours: False).
+        With True the result's energy is never above the start's.
+    repair : bool, optional
+        Replace, at the end, each column equal or complementary to an earlier
+        one by the random new column that raises the energy least (P3; ours:
+        True, paper: False).
     start : array-like of shape (c, n), optional
         Start matrix instead of a random one (binary, no constant column).
     progress : callable or True, optional
         Called as ``progress(done_temps, n_temps, energy)`` after every block
         of temperatures; ``True`` prints a line to stderr.
+    return_info : bool, default=False
+        Also return a dict: ``energy_start``, ``energy`` (of the result),
+        ``proposed`` and ``accepted`` move counts, ``T0`` and ``Tmin`` (the
+        absolute temperatures used) and the resolved ``options``.
 
     Returns
     -------
-    M : ndarray of int8, shape (c, n)
-        Binary code, no constant column; a column equal or complementary to
-        an earlier one is replaced at the end by the random new column that
-        raises the energy least.
+    M : ndarray of int8, shape (c, n')
+        Binary code, no constant column; ``n' = n`` unless the width bounds
+        allow add/remove moves.
+    info : dict
+        Only with ``return_info=True``.
+
+    Raises
+    ------
+    ValueError
+        Unknown schedule, bad counts, temperatures or probabilities, a start
+        matrix that is not binary with c rows and no constant column.
 
     Notes
     -----
@@ -102,10 +149,18 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
     computed in O(c) from the maintained distance matrix; adding or removing
     a column changes every pair (O(c^2)).  Metropolis acceptance
     ``exp(-dE / T)``.  The seed gives T0 = E0 / 5 and Tmin = 0.01 without
-    an energy scale; read in absolute units every move would be accepted
-    (|dE| ~ 1e-4 for c = 100, n = 104), so here the temperatures are
-    relative to the mean pair energy.  Flips that would make a column
-    constant are not proposed.
+    saying what energy scale they assume.  Read in absolute units (the
+    ``"paper"`` schedule) nearly every move is accepted when c is large
+    (|dE| ~ 1e-4 for c = 104, n = 100, against T >= 0.01), so the paper
+    schedule is close to a random walk there and ``keep_best`` is what
+    keeps its result no worse than the start; ours makes the temperatures
+    relative to the mean pair energy and tries ``100 c`` moves per
+    temperature.  Flips that would make a column constant are not proposed.
+
+    References
+    ----------
+    Seed 003 (SA for ECOC text classifiers): energy as a system of charges,
+    neighbour moves p1 / p2 / p3, T0 = f0 / 5, Tmin = 0.01, L0 = 30, N = 100.
 
     Examples
     --------
@@ -113,7 +168,19 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
     >>> M = annealed(10, 12, random_state=0, n_temps=20)
     >>> M.shape, M.dtype, check_properties(M).p4
     ((10, 12), dtype('int8'), True)
+    >>> P, info = annealed(10, 12, random_state=0, schedule="paper", return_info=True)
+    >>> P.shape[0], 6 <= P.shape[1] <= 12, info["energy"] <= info["energy_start"]
+    (10, True, True)
     """
+    if not isinstance(schedule, str) or schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {tuple(SCHEDULES)}; got {schedule!r}")
+    opts = dict(SCHEDULES[schedule])
+    for name, v in (("n_temps", n_temps), ("moves_per_temp", moves_per_temp), ("t0", t0),
+                    ("t_min", t_min), ("p_flip", p_flip), ("p_add", p_add),
+                    ("min_columns", min_columns), ("max_columns", max_columns),
+                    ("keep_best", keep_best), ("repair", repair)):
+        if v is not None:
+            opts[name] = v
     c = check_int(n_classes, name="n_classes", low=2)
     rng = np.random.default_rng(as_random_state(random_state).randint(0, 2 ** 31 - 1))
     if start is not None:
@@ -135,23 +202,34 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
         if limit is not None and n > limit:
             raise ValueError(f"n_columns={n} is too large: a binary code for {c} classes has at "
                              f"most {limit} columns (distinct, non-complementary, non-constant)")
-    n_temps = check_int(n_temps, name="n_temps", low=1)
-    L = 100 * c if moves_per_temp is None else check_int(moves_per_temp, name="moves_per_temp",
-                                                          low=1)
-    lo = n if min_columns is None else check_int(min_columns, name="min_columns", low=1)
-    hi = n if max_columns is None else check_int(max_columns, name="max_columns", low=n)
+    n_temps = check_int(opts["n_temps"], name="n_temps", low=1)
+    L = opts["moves_per_temp"]
+    L = 100 * c if L == "100c" else check_int(L, name="moves_per_temp", low=1)
+    width_default = {"n_columns": n, "half": max(1, n // 2)}
+    lo, hi = opts["min_columns"], opts["max_columns"]
+    lo = check_int(width_default.get(lo, lo) if isinstance(lo, str) else lo,
+                   name="min_columns", low=1)
+    hi = check_int(width_default.get(hi, hi) if isinstance(hi, str) else hi,
+                   name="max_columns", low=n)
     if lo > n:
         raise ValueError(f"min_columns must be <= n_columns={n}; got {lo}")
+    t0, t_min = opts["t0"], opts["t_min"]
     for name, v in (("t0", t0), ("t_min", t_min)):
         if not isinstance(v, Real) or isinstance(v, bool) or not (0 < v < math.inf):
             raise ValueError(f"{name} must be a positive finite number; got {v!r}")
-    if t_min > t0:
+    if schedule == "ours" and t_min > t0:
         raise ValueError(f"t_min must be <= t0; got t_min={t_min}, t0={t0}")
+    p_flip, p_add = opts["p_flip"], opts["p_add"]
     for name, v in (("p_flip", p_flip), ("p_add", p_add)):
         if not isinstance(v, Real) or isinstance(v, bool) or not 0 <= v <= 1:   # NaN fails
             raise ValueError(f"{name} must be in [0, 1]; got {v!r}")
     if p_flip + p_add > 1:
         raise ValueError(f"p_flip + p_add must be <= 1; got {p_flip + p_add}")
+    keep = opts["keep_best"]
+    rep = opts["repair"]
+    for name, v in (("keep_best", keep), ("repair", rep), ("return_info", return_info)):
+        if not isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False; got {v!r}")
     if progress is True:
         progress = _print_progress
     # the code (up to max_columns), the c x c distance table and its pair indices
@@ -164,25 +242,49 @@ def annealed(n_classes, n_columns=None, random_state=None, *, n_temps=100,
     inv2 = _inv2(hi)
     iu = np.triu_indices(c, 1)
     E0 = float(inv2[D[iu]].sum())
-    scale = E0 / len(iu[0])
-    T = np.array([t0 * scale])
-    cooling = (t_min / t0) ** (1.0 / max(n_temps - 1, 1))
+    if schedule == "ours":
+        scale = E0 / len(iu[0])
+        T_start, T_end = t0 * scale, t_min * scale
+    else:
+        T_start = t0 * E0
+        T_end = min(float(t_min), T_start)
+    T = np.array([T_start])
+    cooling = (T_end / T_start) ** (1.0 / max(n_temps - 1, 1))
     ones = np.zeros(hi, np.int64)
     ones[:n] = M[:, :n].sum(axis=0)
     width = np.array([n], np.int64)
     energy = np.array([E0])
     state = np.array([rng.integers(0, 2 ** 63 - 1)], dtype=np.uint64)
     stats = np.zeros(2, np.int64)
-    block = max(1, n_temps // 10) if progress is not None else n_temps
+    if keep:
+        block = 1
+    else:
+        block = max(1, n_temps // 10) if progress is not None else n_temps
+    best, best_e = M[:, :n].copy(), E0
     done = 0
     while done < n_temps:
         step = min(block, n_temps - done)
         _anneal(M, width, D, inv2, ones, T, step, L, cooling, float(p_flip), float(p_add),
                 lo, state, energy, stats)
         done += step
-        if progress is not None:
+        if keep:
+            e = float(inv2[D[iu]].sum())            # exact, from the maintained distances
+            energy[0] = e
+            if e < best_e:
+                best, best_e = M[:, :width[0]].copy(), e
+        if progress is not None and (not keep or done % max(1, n_temps // 10) == 0
+                                     or done == n_temps):
             progress(done, n_temps, float(energy[0]))
-    return _repair_columns(np.ascontiguousarray(M[:, :width[0]]), rng)
+    out = best if keep else np.ascontiguousarray(M[:, :width[0]])
+    if rep:
+        out = _repair_columns(out, rng)
+    if not return_info:
+        return out
+    info = {"energy_start": E0, "energy": code_energy(out), "proposed": int(stats[0]),
+            "accepted": int(stats[1]), "T0": float(T_start), "Tmin": float(T_end),
+            "options": {**opts, "moves_per_temp": L, "min_columns": lo, "max_columns": hi,
+                        "schedule": schedule}}
+    return out, info
 
 
 def _repair_columns(M, rng, candidates=64):
