@@ -56,16 +56,20 @@ class _Stats(BinaryHasher):
         self.n_samples_seen_ = self._count
         return X, first
 
-    def _pca(self):
+    def _pca(self, n_components=None):
+        """Top principal directions (rows) and variances of the rows seen so far;
+        ``n_components`` defaults to ``n_bits`` (one bit per direction)."""
         d = self._sum.shape[0]
-        if self.n_bits > d:
-            raise ValueError(f"n_bits={self.n_bits} exceeds n_features={d}: "
-                             f"{type(self).__name__} takes at most one bit per principal "
-                             "direction")
+        if n_components is None:
+            n_components = self.n_bits
+            if n_components > d:
+                raise ValueError(f"n_bits={self.n_bits} exceeds n_features={d}: "
+                                 f"{type(self).__name__} takes at most one bit per principal "
+                                 "direction")
         cov = self._xtx / self._count - np.outer(self.mean_, self.mean_)
         with _one_blas_thread():
             vals, vecs = np.linalg.eigh((cov + cov.T) / 2)
-        order = np.argsort(vals)[::-1][:self.n_bits]
+        order = np.argsort(vals)[::-1][:n_components]
         comps = vecs[:, order].T
         # sign convention: the largest-magnitude entry of each component positive
         flip = np.sign(comps[np.arange(comps.shape[0]), np.abs(comps).argmax(axis=1)])

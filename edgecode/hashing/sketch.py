@@ -214,3 +214,69 @@ class FrequentDirections(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_.T
+
+
+class _RowSketch:
+    """Frequent Directions as seed 002's Algorithm 1 states it (Liberty's original).
+
+    The sketch B has ``ell`` rows.  Each arriving row goes into a zero row of
+    B; when B is full, one SVD ``B = U diag(s) V^T`` is taken and ``s_ell^2``
+    (the smallest) is subtracted from every squared singular value, which
+    zeroes the last row: once full, one SVD per inserted row, O(ell^2 d) per
+    row (against O(ell d) amortised for :class:`FrequentDirections`' doubled
+    buffer).  Same private interface as :class:`FrequentDirections`
+    (``_reset``, ``_insert``, ``_finalize``, ``_buf``, ``_filled``,
+    ``sketch_``, ``components_``); ``_insert(X, on_row)`` can report the
+    right singular vectors after *every* row (the current V of the paper's
+    online setting), computing an SVD also while B is not yet full.
+    """
+
+    def __init__(self, ell):
+        self.ell = int(ell)
+
+    def _reset(self, d):
+        ell = self.ell
+        check_state_bytes("FrequentDirections", f"ell={ell} on {d} features (an {ell} x "
+                          f"{d} sketch)", 8 * (3 * ell * d + 4 * ell * ell))
+        self._buf = np.zeros((ell, d))
+        self._filled = 0
+        self.n_rows_seen_ = 0
+        self._delta_total = 0.0
+        self.n_compactions_ = 0
+
+    def _insert(self, X, on_row=None):
+        """Append rows one at a time; ``on_row(i, Vt)`` after row i - 1 (i rows
+        of X inserted), Vt the right singular vectors of B with that row."""
+        ell = self.ell
+        for i in range(X.shape[0]):
+            self._buf[self._filled] = X[i]
+            self._filled += 1
+            if self._filled == ell:
+                B, _, Vt, delta = _shrink(self._buf, ell - 1)
+                self._buf[:] = 0.0
+                self._buf[:B.shape[0]] = B
+                self._filled = B.shape[0]
+                self._delta_total += delta
+                self.n_compactions_ += 1
+            elif on_row is not None:
+                Vt = _svd_rows(self._buf[:self._filled])[1]
+            if on_row is not None:
+                on_row(i + 1, Vt)
+        self.n_rows_seen_ += X.shape[0]
+
+    def _finalize(self):
+        d = self._buf.shape[1]
+        ell = self.ell
+        comps = np.zeros((ell, d))
+        sv = np.zeros(ell)
+        if self._filled:
+            s, Vt, lost = _svd_rows(self._buf[:self._filled])
+            r = min(ell, Vt.shape[0])
+            comps[:r] = Vt[:r]
+            sv[:r] = s[:r]
+        else:
+            lost = 0.0
+        self.shrinkage_ = self._delta_total + lost
+        self.sketch_ = self._buf.copy()
+        self.components_ = comps
+        self.singular_values_ = sv

@@ -16,10 +16,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._config import HASHING_BLOCK_ROWS, SSBC_SIGMA_NEIGHBOR
 from .._parallel import run_chunks
 from .._validation import check_int
-from ._base import BinaryHasher, check_state_bytes, format_codes, generator, itq_rotation
+from ._base import (OUTPUTS, BinaryHasher, check_state_bytes, format_codes, generator,
+                    itq_rotation)
 from ._kernels import _affinity_from_gram
 from .baselines import _reservoir_update
-from .sketch import FrequentDirections, _one_blas_thread, _shrink
+from .sketch import FrequentDirections, _one_blas_thread, _RowSketch, _shrink
 
 __all__ = ["SSBC", "gaussian_affinity", "auto_sigma"]
 
@@ -104,12 +105,42 @@ class SSBC(BinaryHasher):
         refreshed at every sketch compaction and rotated within its span onto
         the previous V_k (orthogonal Procrustes), so a bit keeps its meaning
         as V_k moves.
+    landmarks : {"reservoir", "uniform"}, default="reservoir"
+        How the m anchors (the paper's S_train) are chosen.
+        "reservoir" (ours, a single pass): a uniform sample of the first
+        ``n_warmup`` points of the stream, drawn by reservoir sampling; the
+        stream needs no data up front.
+        "uniform" (the paper: "S_train is a small training set sampled
+        uniformly at random"): a uniform sample without replacement of the
+        *first batch* -- with :meth:`fit`, of the whole training set X; with
+        :meth:`partial_fit`, of the first call's rows, which must number at
+        least ``n_anchors`` (later batches cannot change the anchors: a stream
+        cannot sample what it has not seen).  As in the paper's Algorithm 1,
+        the anchors' own affinity rows enter the sketch first, then the other
+        rows of the batch in their order, then the later batches.
+    update : {"compaction", "every_point"}, default="compaction"
+        How the sketch is kept and how often V_k is recomputed.
+        "compaction" (ours): a Frequent Directions buffer of ``2 sketch_size``
+        rows, one SVD per about ``sketch_size`` points; in online mode V_k is
+        refreshed at each compaction and Procrustes-aligned to the previous
+        V_k.  "every_point" (the paper, Algorithm 1): a sketch of
+        ``sketch_size`` rows with one SVD per arriving point; in online mode
+        each point is coded with the V_k of the SVD that includes it (the
+        "current iteration's V"), the singular vectors themselves with their
+        signs kept consistent (each column's sign chosen to agree with the
+        previous V_k).  O(ell^2 m) per point instead of O(ell m).
+    store_affinities : bool, default=False
+        The paper's streaming setting (``stream_codes``): keep the affinity
+        row of every point fed (O(n m) memory, as the paper states) so that
+        :meth:`stream_codes` can code all of them with the final V_k at the
+        end of the stream without reading the data again.
     n_warmup : int or None, default=None
-        The anchors are a uniform sample of the first ``n_warmup`` points of
-        the stream (reservoir sampling; default ``2 * n_anchors``).  These
-        points are buffered until the anchors are fixed, then their affinity
-        rows enter the sketch.  If fewer points were seen, the anchors are a
-        uniform sample of all of them (provisional until the warm-up ends).
+        ``landmarks="reservoir"`` only: the anchors are a uniform sample of
+        the first ``n_warmup`` points of the stream (default
+        ``2 * n_anchors``).  These points are buffered until the anchors are
+        fixed, then their affinity rows enter the sketch.  If fewer points
+        were seen, the anchors are a uniform sample of all of them
+        (provisional until the warm-up ends).
     center : bool, default=False
         Threshold bit b at the stream's mean projection ``mean(w) V_k`` (the
         running mean of the affinity rows) instead of 0.  The paper's codes
@@ -147,6 +178,16 @@ class SSBC(BinaryHasher):
 
     Notes
     -----
+    Seed 002 (the SSBC section, Algorithm 1 and the paragraphs after it):
+    S_train is "sampled uniformly at random" (``landmarks="uniform"``); the
+    sketch is Frequent Directions with one SVD per row (``update=
+    "every_point"``); in the online setting each point is coded "using
+    current iteration's matrix V" (``mode="online", update="every_point"``);
+    in the streaming setting SSBC "needs to store all w vectors and uses
+    final matrix V" (``store_affinities=True`` and :meth:`stream_codes`).
+    The defaults are our single-pass, faster choices; the differences are
+    measured in ``benchmarks/results_seed002.md``.
+
     Memory is O(ell m + m d) whatever the stream length: anchors (m d),
     sketch buffer (2 ell m), projection (m k), affinity mean (m), plus the
     warm-up buffer (n_warmup d, released when the warm-up ends) and per-batch
@@ -169,6 +210,9 @@ class SSBC(BinaryHasher):
         "sigma": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "sigma_scale": [Interval(Real, 0, None, closed="neither")],
         "mode": [StrOptions({"streaming", "online"})],
+        "landmarks": [StrOptions({"reservoir", "uniform"})],
+        "update": [StrOptions({"compaction", "every_point"})],
+        "store_affinities": ["boolean"],
         "n_warmup": [None, Interval(Integral, 1, None, closed="left")],
         "center": ["boolean"],
         "rotation": [None, StrOptions({"itq"})],
@@ -178,7 +222,8 @@ class SSBC(BinaryHasher):
     }
 
     def __init__(self, n_bits=32, n_anchors=256, sketch_size=64, *, sigma="auto",
-                 sigma_scale=1.0, mode="streaming", n_warmup=None, center=False,
+                 sigma_scale=1.0, mode="streaming", landmarks="reservoir",
+                 update="compaction", store_affinities=False, n_warmup=None, center=False,
                  rotation=None, n_iter=50, output="bits", random_state=None):
         self.n_bits = n_bits
         self.n_anchors = n_anchors
@@ -186,6 +231,9 @@ class SSBC(BinaryHasher):
         self.sigma = sigma
         self.sigma_scale = sigma_scale
         self.mode = mode
+        self.landmarks = landmarks
+        self.update = update
+        self.store_affinities = store_affinities
         self.n_warmup = n_warmup
         self.center = center
         self.rotation = rotation
@@ -204,6 +252,12 @@ class SSBC(BinaryHasher):
         if self.rotation is not None and self.mode == "online":
             raise ValueError("rotation='itq' is available in mode='streaming' only (an online "
                              "rotation would change the meaning of bits already emitted)")
+        if self.landmarks == "uniform":
+            if self.n_warmup is not None:
+                raise ValueError(f"n_warmup={self.n_warmup} applies to landmarks='reservoir' "
+                                 "only; landmarks='uniform' samples the anchors from the first "
+                                 "batch")
+            return self.n_anchors
         n_warm = 2 * self.n_anchors if self.n_warmup is None else self.n_warmup
         if n_warm < self.n_anchors:
             raise ValueError(f"n_warmup={self.n_warmup} must be >= n_anchors={self.n_anchors}")
@@ -220,6 +274,7 @@ class SSBC(BinaryHasher):
         self._wsum = None
         self._sample = np.empty((0, d))               # uniform sample of the stream (ITQ)
         self._sample_rng = generator(int(self._rng.integers(2**31)))
+        self._stored, self._stored_pos = [], []        # store_affinities: rows, positions
         self.n_samples_seen_ = 0
         self.warmup_done_ = False
 
@@ -238,15 +293,18 @@ class SSBC(BinaryHasher):
             "buffer)", 8 * floats)
 
     def _forget(self):
-        for a in ("_warm", "_fd", "_V", "_rng", "_res", "_wsum", "_sample", "_sample_rng"):
+        for a in ("_warm", "_fd", "_V", "_rng", "_res", "_wsum", "_sample", "_sample_rng",
+                  "_stored", "_stored_pos"):
             if hasattr(self, a):
                 delattr(self, a)
 
     def state_nbytes(self):
         """Bytes of the streaming state (anchors, sketch buffer, V_k, means,
-        warm-up buffer); independent of the stream length once warmed up."""
+        warm-up buffer); independent of the stream length once warmed up,
+        unless ``store_affinities`` (then n m floats more)."""
         check_is_fitted(self)
         total = self.anchors_.nbytes + self._V.nbytes + self.projection_.nbytes
+        total += sum(w.nbytes for w in self._stored) + sum(p.nbytes for p in self._stored_pos)
         total += self._warm.nbytes + self._res.nbytes + self._sample.nbytes
         if self._fd is not None:
             total += self._fd._buf.nbytes + self._wsum.nbytes
@@ -285,14 +343,16 @@ class SSBC(BinaryHasher):
         minimising ``||V_new Q - V_old||_F``), so each bit keeps its meaning
         while the subspace tracks the stream; the codes then use this basis of
         the top-k subspace rather than the singular vectors themselves.
-        Streaming mode keeps the singular-value order and fixes signs only
-        (the first V_k: largest-magnitude entry of each column positive).
+        Streaming mode, and online mode with ``update="every_point"`` (the
+        paper's current V), keep the singular-value order and fix signs only
+        (each column agrees in sign with the previous V_k; the first V_k:
+        largest-magnitude entry of each column positive).
         """
         k = self.n_bits
         V = np.ascontiguousarray(Vt[:k].T)
         if V.shape[1] < k:                         # rank-deficient: pad with zeros
             V = np.hstack([V, np.zeros((V.shape[0], k - V.shape[1]))])
-        if self.mode == "online" and self._V is not None:
+        if self.mode == "online" and self._V is not None and self.update == "compaction":
             U, _, Wt = np.linalg.svd(V.T @ self._V)
             return np.ascontiguousarray(V @ (U @ Wt))
         return _align_signs(V, self._V)
@@ -302,14 +362,31 @@ class SSBC(BinaryHasher):
             return (self._wsum / max(self.n_samples_seen_, 1)) @ V
         return np.zeros(V.shape[1])
 
-    def _end_warmup(self):
-        """Fix the anchors and sigma, sketch the warm-up rows, return their affinities."""
+    def _new_sketch(self, m):
+        fd = (FrequentDirections(self.sketch_size) if self.update == "compaction"
+              else _RowSketch(self.sketch_size))
+        fd._reset(m)
+        return fd
+
+    def _store(self, W, positions):
+        """store_affinities: keep affinity rows W of the stream positions given."""
+        if not self.store_affinities:
+            return
+        n = sum(w.shape[0] for w in self._stored) + W.shape[0]
+        check_state_bytes("SSBC", f"store_affinities=True: the affinity rows of {n:,} points "
+                          f"to {W.shape[1]} anchors", 8 * n * W.shape[1])
+        self._stored.append(W)
+        self._stored_pos.append(np.asarray(positions, dtype=np.int64))
+
+    def _end_warmup(self, positions):
+        """Fix the anchors and sigma, sketch the warm-up rows (stream positions
+        ``positions``), return their affinities."""
         self.anchors_ = np.ascontiguousarray(self._warm[np.sort(self._res)])
         self.sigma_ = self._sigma_for(self.anchors_)
         m = self.anchors_.shape[0]
-        self._fd = FrequentDirections(self.sketch_size)
-        self._fd._reset(m)
+        self._fd = self._new_sketch(m)
         W = gaussian_affinity(self._warm, self.anchors_, self.sigma_)
+        self._store(W, positions)
         self._wsum = W.sum(axis=0)
         self._fd._insert(W)
         self._V = None
@@ -323,24 +400,60 @@ class SSBC(BinaryHasher):
         """Feed X; return the online codes (bool) of its rows if asked."""
         n = X.shape[0]
         codes = np.empty((n, self.n_bits), dtype=bool) if want_codes else None
+        base = self.n_samples_seen_          # stream position of X[0]
+        rows = None                          # rows of X still to stream, in order (None: X[i:])
         i = 0
-        if not self.warmup_done_:
+        if not self.warmup_done_ and self.landmarks == "uniform":
+            m = self.n_anchors
+            if n < m:
+                raise ValueError(
+                    f"landmarks='uniform' samples the n_anchors={m} anchors from the first "
+                    f"batch (fit: all of X), which has n_samples={n} rows; pass at least {m} "
+                    "rows first, or use landmarks='reservoir'")
+            idx = np.sort(self._rng.choice(n, m, replace=False))
+            self._warm = X[idx]
+            self._res = np.arange(m)
+            self.n_samples_seen_ += m
+            W = self._end_warmup(base + idx)       # S_train's rows enter the sketch first
+            if want_codes:
+                codes[idx] = (W @ self._V) > self._thresholds(self._V)
+            rows = np.delete(np.arange(n), idx)
+        elif not self.warmup_done_:
             take = min(self._n_warm - self.n_samples_seen_, n)
             self._reservoir(X[:take])
             self.n_samples_seen_ += take
             i = take
             if self.n_samples_seen_ < self._n_warm:
                 return codes, i          # warm-up rows are coded at the end of the call
-            W = self._end_warmup()
+            W = self._end_warmup(np.arange(self._n_warm))
             if want_codes:
                 nw = W.shape[0]
                 first = nw - take        # warm-up rows from earlier calls are not re-emitted
                 codes[:take] = (W[first:] @ self._V) > self._thresholds(self._V)
             i = take
-        pending = [i]                    # rows of X from pending[0] on are not yet coded
+        if rows is not None:
+            Xs, pos = X[rows], base + rows
+        else:
+            Xs, pos = X[i:], base + np.arange(i, n)
+        cs = None
+        if want_codes:
+            cs = codes[i:] if rows is None else np.empty((Xs.shape[0], self.n_bits), bool)
+        self._stream_rows(Xs, pos, cs)
+        if rows is not None and want_codes:
+            codes[rows] = cs
+        return codes, 0
+
+    def _stream_rows(self, X, pos, codes):
+        """Sketch the rows of X (warm-up over; stream positions ``pos``); fill
+        ``codes`` (or None) with their online codes."""
+        n = X.shape[0]
+        want_codes = codes is not None
+        pending = [0]                    # rows of X from pending[0] on are not yet coded
         online = want_codes or self.mode == "online"
-        for s in range(i, n, HASHING_BLOCK_ROWS):
+        every = self.update == "every_point"
+        for s in range(0, n, HASHING_BLOCK_ROWS):
             W = gaussian_affinity(X[s:s + HASHING_BLOCK_ROWS], self.anchors_, self.sigma_)
+            self._store(W, pos[s:s + HASHING_BLOCK_ROWS])
             if not online:
                 self._wsum += W.sum(axis=0)
                 self.n_samples_seen_ += W.shape[0]
@@ -350,6 +463,8 @@ class SSBC(BinaryHasher):
             def segment(r, W=W, s=s):
                 """Account rows pending..s+r of X and code them with the current V_k."""
                 a = pending[0]
+                if a >= s + r:
+                    return
                 seg = W[a - s:r]
                 self._wsum += seg.sum(axis=0)
                 self.n_samples_seen_ += seg.shape[0]
@@ -358,13 +473,16 @@ class SSBC(BinaryHasher):
                 pending[0] = s + r
 
             def on_compact(r, Vt):
-                segment(r)
-                self._refresh(Vt)
+                if every:                # the paper: the point is coded with the V
+                    segment(r - 1)       # of the SVD that includes it
+                    self._refresh(Vt)
+                    segment(r)
+                else:                    # ours: V_k changes at compactions only
+                    segment(r)
+                    self._refresh(Vt)
 
             self._fd._insert(W, on_compact)
             segment(W.shape[0])
-        return codes, 0
-
     def _finalize(self, X_warm_codes=None):
         if self.warmup_done_:
             fd = self._fd
@@ -375,8 +493,7 @@ class SSBC(BinaryHasher):
             # provisional model from the warm-up seen so far
             self.anchors_ = np.ascontiguousarray(self._warm[np.sort(self._res)])
             self.sigma_ = self._sigma_for(self.anchors_)
-            fd = FrequentDirections(self.sketch_size)
-            fd._reset(self.anchors_.shape[0])
+            fd = self._new_sketch(self.anchors_.shape[0])
             W = gaussian_affinity(self._warm, self.anchors_, self.sigma_)
             fd._insert(W)
             fd._finalize()
@@ -464,3 +581,56 @@ class SSBC(BinaryHasher):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return gaussian_affinity(X, self.anchors_, self.sigma_) @ self.projection_ \
             - self.thresholds_
+
+    def stream_codes(self, output=None):
+        """Codes of every point fed so far, in arrival order, from the stored
+        affinity rows and the current (final) model.
+
+        The paper's streaming setting (seed 002, after Algorithm 1: SSBC
+        "needs to store all w vectors and uses final matrix V to construct
+        codewords"): the data are not read again.  Needs
+        ``store_affinities=True``.  The codes equal ``transform`` of the
+        stream's points (same anchors, same ``projection_``); while the
+        warm-up is still going on they come from the buffered warm-up points
+        and the provisional model.
+
+        Parameters
+        ----------
+        output : {"bits", "uint8", "uint64"} or None, default=None
+            None: the estimator's ``output``.
+
+        Returns
+        -------
+        ndarray (n_samples_seen_, n_bits) {0,1} uint8, or packed codes.
+
+        Raises
+        ------
+        ValueError
+            If ``store_affinities`` is False, or ``output`` is unknown.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> X = np.random.default_rng(0).normal(size=(300, 4))
+        >>> h = SSBC(8, 32, 16, store_affinities=True, random_state=0)
+        >>> for batch in np.array_split(X, 3):
+        ...     _ = h.partial_fit(batch)
+        >>> codes = h.stream_codes()
+        >>> codes.shape, bool((codes == h.transform(X)).all())
+        ((300, 8), True)
+        """
+        check_is_fitted(self)
+        if not self.store_affinities:
+            raise ValueError("stream_codes needs store_affinities=True (the paper's streaming "
+                             "setting keeps every point's affinity row, O(n m) memory); "
+                             "otherwise call transform on the points")
+        output = self.output if output is None else output
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}; got {output!r}")
+        if not self.warmup_done_:
+            W = gaussian_affinity(self._warm, self.anchors_, self.sigma_)
+            return format_codes(W @ self.projection_ > self.thresholds_, output)
+        bits = np.empty((self.n_samples_seen_, self.projection_.shape[1]), dtype=bool)
+        for W, pos in zip(self._stored, self._stored_pos):
+            bits[pos] = W @ self.projection_ > self.thresholds_
+        return format_codes(bits, output)
