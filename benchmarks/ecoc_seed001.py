@@ -5,7 +5,7 @@ Usage::
     python benchmarks/ecoc_seed001.py accuracy --datasets vowel --learners dt [--folds 10]
         [--Ns 2,3,5,7,11,13] [--lengths half,square,double]
         [--methods det_paper,det_adaptive,rand_paper] [--max-rows R] [--peers]
-    python benchmarks/ecoc_seed001.py orientation     # equal rows / distances over the paper's grid
+    python benchmarks/ecoc_seed001.py orientation [--no-aloi]   # equal rows / distances, paper's grid
     python benchmarks/ecoc_seed001.py composite       # the composite-N failure (N = 4, k = 2)
 
 Data: ``../shared/datasets/{pendigits,usps,vowel,soybean,optdigits,glass,ecoli}``
@@ -57,8 +57,9 @@ from sklearn.tree import DecisionTreeClassifier
 
 from _common import machine, shared_csv
 
-from edgecode.ecoc import check_properties, nary, nary_random
+from edgecode.ecoc import check_properties, distance_stats, nary, nary_random
 from edgecode.ecoc.classifier import ECOCClassifier
+from edgecode.ecoc.sylvester import ORIENTATIONS, sylvester_entries, truncate
 
 FILES = {"pendigits": "pendigits.csv.gz", "usps": "usps.csv.gz", "vowel": "vowel.csv",
          "soybean": "soybean.csv", "optdigits": "optdigits.csv.gz", "glass": "glass.csv",
@@ -192,6 +193,79 @@ def markdown(results, methods):
             print(f"\nOneVsRest: {peer[0][5]:.3f}±{peer[0][6]:.3f}")
 
 
+#: The paper's datasets (Table I) by number of classes: Pendigits, Usps (10), Vowel (11),
+#: Letters (26), Auslan (95), Aloi (1000; no double length in the paper).
+PAPER_GRID = [("pendigits/usps", 10), ("vowel", 11), ("letters", 26), ("auslan", 95),
+              ("aloi", 1000)]
+
+
+def paper_shapes(include_aloi=True):
+    for name, c in PAPER_GRID:
+        if c == 1000 and not include_aloi:
+            continue
+        for n in lengths(c, ["half", "square"] + ([] if c == 1000 else ["double"])):
+            yield name, c, n
+
+
+def cmd_orientation(args):
+    """Equal rows of the top-left piece, and d_r / mean row distance / d_T per orientation."""
+    print(f"# machine: {machine()}")
+    print("# grid: the paper's class counts c in {10, 11, 26, 95, 1000}, n in {floor(c/2), c, 2c}"
+          " (aloi: no 2c), N in {2, 3, 5, 7, 11, 13}")
+    print("orientation;truncation;N;c;n;k;equal_row_pairs_before_repair;d_r;row_mean;d_c;d_T;"
+          "valid;seconds")
+    summary = {}
+    for orientation in args.orientations.split(","):
+        for rule in args.truncations.split(","):
+            for N in map(int, args.Ns.split(",")):
+                for _, c, n in paper_shapes(include_aloi=not args.no_aloi):
+                    t0 = time.perf_counter()
+                    pairs = "-"
+                    if rule == "top_left":
+                        rows, cols, k = truncate(c, n, N, rule="top_left", orientation=orientation)
+                        raw = sylvester_entries(rows, cols, N, k, orientation)
+                        _, counts = np.unique(raw, axis=0, return_counts=True)
+                        pairs = int((counts * (counts - 1) // 2).sum())
+                    else:
+                        k = "-"
+                    M = nary(c, n, N=N, truncation=rule, orientation=orientation)
+                    p = check_properties(M)
+                    mean = distance_stats(M)[1]
+                    secs = time.perf_counter() - t0
+                    print(f"{orientation};{rule};{N};{c};{n};{k};{pairs};{p.d_r:g};{mean:.3f};"
+                          f"{p.d_c:g};{p.d_T:g};{p.valid};{secs:.2f}")
+                    sys.stdout.flush()
+                    summary.setdefault((orientation, rule), []).append(
+                        (N, c, n, pairs, p.d_r, mean, p.d_T, p.valid))
+    print("\n| orientation | truncation | cells with equal rows (before repair) | mean d_r | "
+          "mean row distance | mean d_T | valid cells |")
+    print("|---|---|---|---|---|---|---|")
+    for (orientation, rule), cells in summary.items():
+        eq = [f"N={N} {c}x{n}" for N, c, n, pairs, *_ in cells if pairs not in ("-", 0)]
+        eqs = "-" if rule != "top_left" else (", ".join(eq) if eq else "none")
+        print(f"| {orientation} | {rule} | {eqs} | {np.mean([x[4] for x in cells]):.3f} | "
+              f"{np.mean([x[5] for x in cells]):.3f} | {np.mean([x[6] for x in cells]):.3f} | "
+              f"{sum(x[7] for x in cells)}/{len(cells)} |")
+
+
+def cmd_composite(args):
+    """Seed 001's composite-N remark: M_2(4) from i j mod 4 has d_T = 16, not 2 (N-1) N^(k-1)."""
+    print(f"# machine: {machine()}")
+    print("| N | k | prime | d_r | d_c | d_T | formula 2 (N-1) N^(k-1) | row distances (count) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for N, k in [(4, 2), (6, 2), (3, 2), (5, 2), (4, 1), (9, 2)]:
+        K = N ** k
+        M = sylvester_entries(np.arange(K), np.arange(K), N, k, "product")
+        p = check_properties(M)
+        from edgecode.ecoc import pairwise_distances
+        D = pairwise_distances(M)[np.triu_indices(K, 1)]
+        vals, cnt = np.unique(D, return_counts=True)
+        hist = ", ".join(f"{v:g} ({c})" for v, c in zip(vals, cnt))
+        prime = all(N % q for q in range(2, N))
+        print(f"| {N} | {k} | {prime} | {p.d_r:g} | {p.d_c:g} | {p.d_T:g} | "
+              f"{2 * (N - 1) * N ** (k - 1)} | {hist} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -204,8 +278,15 @@ def main():
     acc.add_argument("--folds", type=int, default=10)
     acc.add_argument("--max-rows", type=int, default=0)
     acc.add_argument("--peers", action="store_true", help="also OneVsRestClassifier")
+    ori = sub.add_parser("orientation", help="equal rows and distances per orientation")
+    ori.add_argument("--orientations", default=",".join(ORIENTATIONS))
+    ori.add_argument("--truncations", default="top_left,adaptive")
+    ori.add_argument("--Ns", default=",".join(map(str, NS)))
+    ori.add_argument("--no-aloi", action="store_true", help="skip c = 1000")
+    sub.add_parser("composite", help="composite N: M_2(4) loses the distance property")
     args = ap.parse_args()
-    {"accuracy": cmd_accuracy}[args.cmd](args)
+    {"accuracy": cmd_accuracy, "orientation": cmd_orientation,
+     "composite": cmd_composite}[args.cmd](args)
 
 
 if __name__ == "__main__":

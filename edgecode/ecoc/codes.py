@@ -19,8 +19,8 @@ from ._memory import MAX_CODE_BYTES, check_code_bytes
 from ._random import as_random_state, plain_matrix
 from .annealing import annealed
 from .bch import bch_generator, bch_generator_matrix, bch_lengths
-from .quality import _code_key
-from .sylvester import is_prime, sylvester_entries, truncate
+from .quality import _absolute, _code_key
+from .sylvester import _check_orientation, is_prime, sylvester_entries, truncate
 
 __all__ = ["make_code", "DESIGNS", "MAX_CODE_BYTES", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
            "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed"]
@@ -214,22 +214,30 @@ def _best_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
     return best
 
 
-def _plain_score(M, total):
-    """(doubled score, pairs at the minima) of a plain draw: d_r, or d_T = d_r + d_c."""
+def _min_pairs(A, metric):
+    """(minimum off-diagonal distance, number of pairs at it): Hamming doubled, or absolute."""
+    if metric == "absolute":
+        D = _absolute(A)
+        np.fill_diagonal(D, np.iinfo(np.int64).max)
+        m = D.min()
+        return int(m), int((D == m).sum() // 2)
+    D = np.empty((A.shape[0], A.shape[0]), np.int64)
+    _pair_distances(A, False, D)
+    return _min_offdiag(D)
+
+
+def _plain_score(M, total, metric="hamming"):
+    """(score, pairs at the minima) of a plain draw: d_r, or d_T = d_r + d_c."""
     c, n = M.shape
-    D = np.empty((c, c), np.int64)
-    _pair_distances(M, False, D)
-    score, cnt = _min_offdiag(D) if c > 1 else (0, 0)
+    score, cnt = _min_pairs(M, metric) if c > 1 else (0, 0)
     if total and n > 1:
-        T = np.ascontiguousarray(M.T)
-        D = np.empty((n, n), np.int64)
-        _pair_distances(T, False, D)
-        dc, cc = _min_offdiag(D)
+        dc, cc = _min_pairs(np.ascontiguousarray(M.T), metric)
         score, cnt = score + dc, cnt + cc
     return int(score), int(cnt)
 
 
-def _plain_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
+def _plain_random(c, n, N, p_unused, n_draws, criterion, random_state, design,
+                  metric="hamming"):
     """One plain i.i.d. matrix (n_draws None or 1), or the best of n_draws plain draws."""
     code = _check_criterion(criterion)
     n_draws = 1 if n_draws is None else check_int(n_draws, name="n_draws", low=1)
@@ -242,7 +250,7 @@ def _plain_random(c, n, N, p_unused, n_draws, criterion, random_state, design):
         M = plain_matrix(rs, c, n, N, p_unused, _dtype(N))
         if n_draws == 1:
             return M
-        score, cnt = _plain_score(M, code == 1)
+        score, cnt = _plain_score(M, code == 1, metric)
         if best_key is None or (score, -cnt) > best_key:
             best, best_key = M, (score, -cnt)
     return best
@@ -387,7 +395,7 @@ def sparse_random(n_classes, n_columns=None, *, n_draws=None, criterion="row", p
 
 
 def nary_random(n_classes, n_columns=None, N=3, *, n_draws=None, criterion="total", screen=True,
-                random_state=None):
+                metric="hamming", random_state=None):
     """Random N-ary matrix (the seed 001 baseline): best of ``n_draws`` draws by d_T.
 
     Parameters
@@ -412,6 +420,11 @@ def nary_random(n_classes, n_columns=None, N=3, *, n_draws=None, criterion="tota
         True: every draw is screened (no equal rows, no constant column, no
         two columns equal up to a relabelling of symbols).  False: plain
         i.i.d. entries, uniform on {0, ..., N-1}.
+    metric : {"hamming", "absolute"}, default="hamming"
+        Distance that ``criterion`` measures: Hamming (seed 001's formula
+        (6)) or the absolute-value distance ``sum |a - b|`` (formula (7), as
+        the seed's reference [5]; its appendix compares the two).
+        ``"absolute"`` needs ``screen=False``.
     random_state : int, RandomState, Generator or None
 
     Returns
@@ -436,9 +449,15 @@ def nary_random(n_classes, n_columns=None, N=3, *, n_draws=None, criterion="tota
     """
     c = _check_classes(n_classes)
     N = _check_N(N, prime=False)
+    if metric not in ("hamming", "absolute"):
+        raise ValueError(f"metric must be 'hamming' or 'absolute'; got {metric!r}")
     if not _check_screen(screen):
         n = _check_columns(n_columns, c)
-        return _plain_random(c, n, N, 0.0, n_draws, criterion, random_state, "nary_random")
+        return _plain_random(c, n, N, 0.0, n_draws, criterion, random_state, "nary_random",
+                             metric)
+    if metric != "hamming":
+        raise ValueError("metric='absolute' needs screen=False (the screened search measures "
+                         "Hamming distances)")
     limit = _stirling2_sum(c, N) if c <= 64 else None
     n = _check_columns(n_columns, c if limit is None else min(c, limit), limit=limit,
                        why=f"a {N}-ary code for {c} classes (distinct learners)")
@@ -452,7 +471,7 @@ def nary_random(n_classes, n_columns=None, N=3, *, n_draws=None, criterion="tota
 # ----------------------------------------------------------------- Sylvester designs
 
 
-def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
+def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None, orientation="ours"):
     """N-ary Sylvester code M_k(N) (seed 001) truncated to c x n.
 
     Parameters
@@ -474,6 +493,15 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
         seed's rule.
     k : int, optional
         Force the power k (N**k >= max(c, n)); default: chosen by the rule.
+    orientation : {"ours", "paper", "product"}, default="ours"
+        The base matrix M_1(N) (:func:`edgecode.ecoc.sylvester.sylvester_base`).
+        ``"paper"`` is the seed's ``i j mod N`` with indices 1..N (N = 2:
+        Sylvester-Hadamard in natural order); with ``truncation="top_left"``
+        it reproduces the seed's remark (equal rows only for N = 2, at 10 x 5
+        and 11 x 5).  ``"ours"`` (DESIGN.md's formula) with
+        ``truncation="top_left"`` gives equal rows for N = 3, 5, 7 at 10 x 5
+        and 11 x 5 too; under the default adaptive truncation the two are
+        about as good (``benchmarks/results_seed001.md``).
 
     Returns
     -------
@@ -482,14 +510,14 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
     Raises
     ------
     ValueError
-        N not prime; n_columns above the number of distinct learners or too
+        N not prime; unknown truncation or orientation; n_columns above the number of distinct learners or too
         small for c distinct rows; N**k beyond ``ECOC_MAX_SYLVESTER``.
 
     Notes
     -----
     ``M_k(N)[u, v] = sum_d M_1(N)[u_d, v_d] mod N`` over the base-N digits of
-    the row and column indices, with ``M_1(N)[i, j] = 2^{-1}(i + j - (i-j)^2)
-    mod N`` for odd N and ``i j mod 2`` for N = 2.  Every pair of rows and of
+    the row and column indices, with (orientation "ours") ``M_1(N)[i, j] =
+    2^{-1}(i + j - (i-j)^2) mod N`` for odd N and ``i j mod 2`` for N = 2.  Every pair of rows and of
     columns of the full matrix is at distance (N-1)/N N^k, so d_T = 2 (N-1)
     N^(k-1).  Entries are computed from the indices; the N^k x N^k matrix is
     never built.
@@ -502,6 +530,11 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
     (6.0, 6.0)
     >>> int(nary(10, 5, N=[2, 3, 5]).max()) + 1          # chooses N = 5 here
     5
+    >>> nary(4, 3, N=3, truncation="top_left", orientation="paper")
+    array([[2, 0, 1],
+           [0, 2, 1],
+           [1, 1, 1],
+           [0, 1, 2]], dtype=int8)
     """
     c = _check_classes(n_classes)
     if isinstance(N, (list, tuple)):
@@ -511,7 +544,7 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
         best, best_key = None, None
         for p in primes:
             try:
-                M = nary(c, n_columns, N=p, truncation=truncation, k=k)
+                M = nary(c, n_columns, N=p, truncation=truncation, k=k, orientation=orientation)
             except ValueError:
                 if len(primes) == 1:
                     raise
@@ -545,8 +578,9 @@ def nary(n_classes, n_columns=None, N=3, *, truncation="adaptive", k=None):
     else:
         work = item * c * n
     check_code_bytes(f"nary(N={N}, truncation={truncation!r})", c, n, work)
-    rows, cols, kk = truncate(c, n, N, rule=truncation, k=k)
-    M = sylvester_entries(rows, cols, N, kk)
+    _check_orientation(orientation)
+    rows, cols, kk = truncate(c, n, N, rule=truncation, k=k, orientation=orientation)
+    M = sylvester_entries(rows, cols, N, kk, orientation)
     if truncation == "top_left":
         _fix_equal_rows(M, N)
     return M

@@ -21,7 +21,14 @@ import numpy as np
 from ._kernels.codes import _canonical_rows, _min_offdiag, _pair_distances
 
 __all__ = ["check_code", "warn_degenerate", "pairwise_distances", "row_distance", "column_distance",
-           "total_distance", "distance_stats", "check_properties", "CodeProperties"]
+           "total_distance", "distance_stats", "check_properties", "CodeProperties", "METRICS"]
+
+#: Distances between codewords: "hamming" (unequal symbols, the -1 rule above) or
+#: "absolute" (sum of |a - b| over positions, seed 001's formula (7); no -1 entries).
+METRICS = ("hamming", "absolute")
+
+#: Bytes of the int32 difference block held at a time by the absolute distance.
+_ABS_BLOCK_BYTES = 1 << 26
 
 
 def check_code(M, *, name="M"):
@@ -88,8 +95,37 @@ def _doubled(A, what="rows"):
     return out
 
 
-def pairwise_distances(M, axis=0):
-    """All pairwise Hamming distances between the rows (axis=0) or columns (axis=1).
+def _check_metric(metric, A):
+    if metric not in METRICS:
+        raise ValueError(f"metric must be 'hamming' or 'absolute'; got {metric!r}")
+    if metric == "absolute" and (A < 0).any():
+        raise ValueError("metric='absolute' needs symbols >= 0; M has -1 (class not used) "
+                         "entries, for which |a - b| is undefined")
+    return metric
+
+
+def _absolute(A, what="rows"):
+    """r x r table of sum_k |A[i, k] - A[j, k]| (int64), in row blocks of bounded memory."""
+    _check_table_bytes(A.shape[0], f"{A.shape[0]} {what}")
+    r, n = A.shape
+    B = A.astype(np.int32)
+    out = np.empty((r, r), np.int64)
+    step = max(1, _ABS_BLOCK_BYTES // max(4 * r * n, 1))
+    for i0 in range(0, r, step):
+        blk = np.abs(B[i0:i0 + step, None, :] - B[None, :, :])
+        out[i0:i0 + step] = blk.sum(axis=2, dtype=np.int64)
+    return out
+
+
+def _table(A, metric, what="rows"):
+    """Pairwise distances as float64: Hamming (from the doubled kernel) or absolute."""
+    if metric == "absolute":
+        return _absolute(A, what).astype(np.float64)
+    return _doubled(A, what) / 2.0
+
+
+def pairwise_distances(M, axis=0, metric="hamming"):
+    """All pairwise distances between the rows (axis=0) or columns (axis=1).
 
     Parameters
     ----------
@@ -97,12 +133,22 @@ def pairwise_distances(M, axis=0):
         Coding matrix (symbols >= 0, -1 = class not used).
     axis : {0, 1}, default=0
         0 for distances between rows (codewords), 1 between columns (learners).
+    metric : {"hamming", "absolute"}, default="hamming"
+        ``"hamming"``: positions where both symbols are used and differ, plus
+        1/2 per position where either is -1 (seed 001's formula (6), the
+        Kronecker-delta distance).  ``"absolute"``: ``sum_k |a_k - b_k|``
+        (formula (7), used by the seed's reference [5] to pick random N-ary
+        codes); for symbols >= 0 only.
 
     Returns
     -------
     D : ndarray of float64, shape (r, r)
-        ``D[i, j]``: positions where both symbols are used and differ, plus 1/2
-        per position where either is -1.  Zero diagonal.
+        Zero diagonal.
+
+    Raises
+    ------
+    ValueError
+        Unknown metric, or -1 entries with ``metric="absolute"``.
 
     Examples
     --------
@@ -110,36 +156,50 @@ def pairwise_distances(M, axis=0):
     >>> pairwise_distances([[0, 1, -1], [1, 1, 0]])
     array([[0. , 1.5],
            [1.5, 0. ]])
+    >>> pairwise_distances([[0, 1, 4], [2, 1, 0]], metric="absolute")
+    array([[0., 6.],
+           [6., 0.]])
     """
     A = check_code(M)
     if axis not in (0, 1):
         raise ValueError(f"axis must be 0 (rows) or 1 (columns); got {axis!r}")
+    _check_metric(metric, A)
     if axis == 1:
         A = np.ascontiguousarray(A.T)
-    return _doubled(A, ("rows", "columns")[axis]) / 2.0
+    return _table(A, metric, ("rows", "columns")[axis])
 
 
-def _min_distance(A, what="rows"):
+def _min_distance(A, what="rows", metric="hamming"):
     if A.shape[0] < 2:
         return float("nan")
+    if metric == "absolute":
+        D = _absolute(A, what)
+        return float(D[np.triu_indices(A.shape[0], 1)].min())
     best, _ = _min_offdiag(_doubled(A, what))
     return best / 2.0
 
 
-def row_distance(M):
-    """d_r(M): the minimum Hamming distance between two rows (nan for one row).
+def row_distance(M, metric="hamming"):
+    """d_r(M): the minimum distance between two rows (nan for one row).
+
+    ``metric``: "hamming" (default) or "absolute" (see :func:`pairwise_distances`).
 
     Examples
     --------
     >>> from edgecode.ecoc import row_distance
     >>> row_distance([[0, 0, 0], [0, 1, 1], [1, 0, 1]])
     2.0
+    >>> row_distance([[0, 0, 0], [0, 2, 2], [1, 0, 1]], metric="absolute")
+    2.0
     """
-    return _min_distance(check_code(M))
+    A = check_code(M)
+    return _min_distance(A, metric=_check_metric(metric, A))
 
 
-def column_distance(M):
-    """d_c(M): the minimum Hamming distance between two columns (nan for one column).
+def column_distance(M, metric="hamming"):
+    """d_c(M): the minimum distance between two columns (nan for one column).
+
+    ``metric``: "hamming" (default) or "absolute" (see :func:`pairwise_distances`).
 
     Examples
     --------
@@ -147,21 +207,28 @@ def column_distance(M):
     >>> column_distance([[0, 0, 0], [0, 1, 1], [1, 0, 1]])
     1.0
     """
-    return _min_distance(np.ascontiguousarray(check_code(M).T), "columns")
+    A = check_code(M)
+    _check_metric(metric, A)
+    return _min_distance(np.ascontiguousarray(A.T), "columns", metric)
 
 
-def total_distance(M):
+def total_distance(M, metric="hamming"):
     """d_T(M) = d_r(M) + d_c(M); a single column (or row) contributes 0.
+
+    ``metric``: "hamming" (default) or "absolute" (see :func:`pairwise_distances`).
 
     Examples
     --------
     >>> from edgecode.ecoc import make_code, total_distance
     >>> total_distance(make_code("hadamard", 8))   # Sylvester: d_r = d_c = 4
     8.0
+    >>> total_distance([[0, 2], [2, 0]], metric="absolute")     # rows 4 apart, columns 4
+    8.0
     """
     A = check_code(M)
-    dr = _min_distance(A) if A.shape[0] > 1 else 0.0
-    dc = _min_distance(np.ascontiguousarray(A.T), "columns") if A.shape[1] > 1 else 0.0
+    _check_metric(metric, A)
+    dr = _min_distance(A, metric=metric) if A.shape[0] > 1 else 0.0
+    dc = _min_distance(np.ascontiguousarray(A.T), "columns", metric) if A.shape[1] > 1 else 0.0
     return dr + dc
 
 

@@ -4,6 +4,24 @@
 vectors of the row and column indices (DESIGN.md).  Entries are computed from
 the indices, so a c x n piece costs O(c n k) time and O(c n) memory whatever
 N^k is.
+
+Orientations (which base matrix M_1(N); see :func:`sylvester_base`):
+
+* ``"ours"`` (default) -- ``2^{-1} (i + j - (i - j)^2) mod N`` for odd N,
+  ``i j mod 2`` for N = 2 (DESIGN.md).
+* ``"paper"`` -- ``m_ij = i j mod N`` with the seed's 1-based indices
+  i, j = 1..N for odd N, i.e. ``(i + 1)(j + 1) mod N`` 0-based, which is the
+  0-based product matrix with its row and column order reversed; for N = 2
+  Sylvester's Hadamard matrix in its natural (Walsh) order, ``i j mod 2``.
+  This is the reading that reproduces the seed's remark on the top-left
+  rule exactly on Pendigits, Usps and Vowel: equal rows only for N = 2, at
+  10 x 5 and 11 x 5.
+* ``"product"`` -- ``i j mod N`` with 0-based indices for every N (also
+  composite N, where the distance property fails: the seed's N = 4, k = 2
+  example has d_T = 16, not 24).  Its first row and column are constant.
+
+The M_k(N) of all three have the same row and column distances, (N-1)/N N^k
+(prime N); they differ in which rows and columns a truncation keeps.
 """
 
 import math
@@ -14,7 +32,17 @@ from .._config import ECOC_ADAPTIVE_BUDGET, ECOC_MAX_SYLVESTER
 from ._kernels.codes import (_canonical_rows, _pair_distances, _swap_climb,
                              _sylvester_fill)
 
-__all__ = ["is_prime", "sylvester_base", "sylvester_entries", "truncate"]
+__all__ = ["is_prime", "sylvester_base", "sylvester_entries", "truncate", "ORIENTATIONS"]
+
+#: Names of the base-matrix orientations (see the module docstring).
+ORIENTATIONS = ("ours", "paper", "product")
+
+
+def _check_orientation(orientation):
+    if orientation not in ORIENTATIONS:
+        raise ValueError(f"orientation must be one of {', '.join(map(repr, ORIENTATIONS))}; "
+                         f"got {orientation!r}")
+    return orientation
 
 
 def is_prime(N):
@@ -34,10 +62,27 @@ def is_prime(N):
     return True
 
 
-def sylvester_base(N):
-    """The N x N base matrix M_1(N): ``i j mod 2`` for N = 2, else
-    ``2^{-1} (i + j - (i - j)^2) mod N`` (symmetric, rows at distance N - 1,
-    no constant column).
+def sylvester_base(N, orientation="ours"):
+    """The N x N base matrix M_1(N) of an orientation.
+
+    Parameters
+    ----------
+    N : int
+        Alphabet size; a prime for "ours" and "paper", any N >= 2 for
+        "product" (composite N lose the distance property).
+    orientation : {"ours", "paper", "product"}, default="ours"
+        ``"ours"``: ``i j mod 2`` for N = 2, else ``2^{-1} (i + j - (i - j)^2)
+        mod N`` (symmetric, rows at distance N - 1, no constant column).
+        ``"paper"``: ``i j mod 2`` for N = 2 (Sylvester-Hadamard, natural
+        order), else ``(i + 1)(j + 1) mod N`` (the seed's ``i j mod N`` with
+        indices 1..N; its last row and column are constant).
+        ``"product"``: ``i j mod N`` (first row and column constant).
+
+    Returns
+    -------
+    ndarray of int64, shape (N, N)
+        Symmetric; for prime N every two rows (and columns) differ in N - 1
+        places.
 
     Examples
     --------
@@ -46,11 +91,18 @@ def sylvester_base(N):
     array([[0, 0, 2],
            [0, 1, 1],
            [2, 1, 2]])
+    >>> sylvester_base(3, orientation="paper")
+    array([[1, 2, 0],
+           [2, 1, 0],
+           [0, 0, 0]])
     """
+    _check_orientation(orientation)
     i = np.arange(N)[:, None]
     j = np.arange(N)[None, :]
-    if N == 2:
-        return (i * j) % 2
+    if N == 2 or orientation == "product":
+        return (i * j) % N
+    if orientation == "paper":
+        return ((i + 1) * (j + 1)) % N
     half = (N + 1) // 2                       # 2^{-1} mod N for odd N
     return (half * ((i + j - (i - j) ** 2) % N)) % N
 
@@ -59,7 +111,7 @@ def _dtype(N):
     return np.int8 if N <= 128 else np.int16
 
 
-def sylvester_entries(rows, cols, N, k):
+def sylvester_entries(rows, cols, N, k, orientation="ours"):
     """The sub-matrix ``M_k(N)[rows][:, cols]`` computed entry by entry.
 
     Parameters
@@ -67,9 +119,11 @@ def sylvester_entries(rows, cols, N, k):
     rows, cols : array-like of int
         Indices in [0, N**k).
     N : int
-        Prime alphabet size.
+        Alphabet size (prime, except for ``orientation="product"``).
     k : int
         Power; M_k(N) is N**k x N**k.
+    orientation : {"ours", "paper", "product"}, default="ours"
+        Base matrix M_1(N), see :func:`sylvester_base`.
 
     Returns
     -------
@@ -87,7 +141,7 @@ def sylvester_entries(rows, cols, N, k):
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
     out = np.empty((rows.shape[0], cols.shape[0]), _dtype(N))
-    base = np.ascontiguousarray(sylvester_base(N), dtype=np.int64)
+    base = np.ascontiguousarray(sylvester_base(N, orientation), dtype=np.int64)
     _sylvester_fill(rows, cols, base, int(N), int(k), out)
     return out
 
@@ -184,7 +238,7 @@ def _windows(K, N, k, size):
     return out
 
 
-def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
+def truncate(n_classes, n_columns, N, rule="adaptive", k=None, orientation="ours"):
     """Rows and columns of M_k(N) to keep for a c x n code, and k.
 
     Parameters
@@ -199,6 +253,9 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
         the later one changed, as in the seed).  ``"adaptive"``: see Notes.
     k : int, optional
         Force the power (N**k must be >= max(c, n)).
+    orientation : {"ours", "paper", "product"}, default="ours"
+        Base matrix M_1(N) (:func:`sylvester_base`); the adaptive rule scores
+        the candidate rows and columns of that matrix.
 
     Returns
     -------
@@ -224,8 +281,8 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
       shifts of each other);
     * three scattered subsets from fixed seeds (deterministic).
 
-    For N = 2, column 0 (constant in a Walsh matrix) is left out when
-    n < 2^k.  Row/column pairs of matching kinds come first (the first
+    When column 0 of M_1(N) is constant (N = 2, or ``"product"``), column 0
+    of M_k(N) (constant too) is left out when n < N^k.  Row/column pairs of matching kinds come first (the first
     scattered pair and the top-left pair are always scored), then the cross
     product while the budget ``ECOC_ADAPTIVE_BUDGET`` (operations; one
     selection costs c^2 n + n^2 c) lasts.  The best pair of each k then goes
@@ -246,6 +303,7 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
     (5, 3, False)
     """
     c, n = n_classes, n_columns
+    _check_orientation(orientation)
     k0 = _natural_k(N, max(c, n))
     if k is not None:
         if N ** k < max(c, n):
@@ -260,7 +318,8 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
     if rule == "top_left":
         kk = ks[0]
         return np.arange(c, dtype=np.int64), np.arange(n, dtype=np.int64), kk
-    base = np.ascontiguousarray(sylvester_base(N), dtype=np.int64)
+    base = np.ascontiguousarray(sylvester_base(N, orientation), dtype=np.int64)
+    const0 = bool((base[:, 0] == base[0, 0]).all())    # column 0 of M_1 (so of M_k) constant
     init = c * c * n + n * n * c + 1          # full evaluation of one selection
     step = c * c + n * n + n * c + 1          # one incremental swap
     budget = ECOC_ADAPTIVE_BUDGET
@@ -269,7 +328,7 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
     for kk in ks:
         K = N ** kk
         best = None
-        block0 = N == 2 and n <= K - 1          # column 0 of a Walsh matrix is constant
+        block0 = const0 and n <= K - 1          # e.g. column 0 of a Walsh matrix
         col_windows = ([w + 1 for w in _windows(K - 1, N, kk, n)] if block0
                        else _windows(K, N, kk, n))
         row_windows = _windows(K, N, kk, c)
@@ -279,7 +338,7 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None):
                 break
             budget -= init
             done += 1
-            cand = _violation_key(sylvester_entries(rows, cols, N, kk))
+            cand = _violation_key(sylvester_entries(rows, cols, N, kk, orientation))
             if best is None or cand > best[0]:
                 best = (cand, rows, cols, kk)
         starts.append(best + (block0,))
