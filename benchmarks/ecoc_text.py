@@ -20,6 +20,11 @@ terms; the vocabulary is fitted on each training part). For each of
 
 Prints ``dataset;method;learner;selection;K;acc_mean;acc_std;d_r;seconds``
 (mean and standard deviation over the splits).
+
+This is our variant of the experiment (best-of-100 random baseline, NB-only
+selection).  ``seed003_tables.py text`` runs the paper's protocol (Tables 2
+and 3: plain random RA, BCH, SA with our and the paper's schedule, selection
+with NB and SVM dichotomizers); see ``results_seed003.md``.
 """
 
 import argparse
