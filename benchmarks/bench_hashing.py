@@ -1,9 +1,12 @@
 """Retrieval table: SSBC (streaming, online, centred, +ITQ rotation) vs LSH,
-PCA-sign and ITQ on usps, pendigits and optdigits at 16, 32, 64 bits.
+PCA-sign, ITQ and spectral hashing on usps, pendigits and optdigits at 16, 32,
+64 bits; and (``--fidelity``) SSBC's paper-faithful options against our defaults.
 
 Usage::
 
     python benchmarks/bench_hashing.py [--fast] [--sets usps,pendigits,optdigits]
+    python benchmarks/bench_hashing.py --baselines-only [--sets ...]
+    python benchmarks/bench_hashing.py --fidelity [--seeds 3] [--sets ...]
 
 Reads the shared datasets ``../shared/datasets/{usps,pendigits,optdigits}.csv.gz``
 (override with ``EDGECODE_SHARED_DATA``).  Database = the train split,
@@ -21,6 +24,20 @@ train codes, labels voted) of the float codes and of the device
 (fixed-point, ``firmware_sim.ssbc``) codes, with their bit agreement.
 
 Output: ``set;bits;method;params;recall@100;mAP;knn_acc_float;knn_acc_device;bit_agree``.
+``--baselines-only`` prints the LSH, PCA-sign, ITQ and spectral hashing rows only
+(no SSBC grid search).
+
+``--fidelity`` (seed 002, issue 15): SSBC with the parameters the full run
+chose for the paper's plain codes (``ssbc`` rows; table FIDELITY_PARAMS), no
+grid search, over ``--seeds`` random states.  Streaming variants code the
+database with the final V_k; online variants code each database point while
+the stream goes by (``fit_transform``), queries with the final V_k.  Variants:
+``landmarks`` reservoir (ours) / uniform (paper), ``update`` compaction (ours)
+/ every_point (paper), online ``alignment`` procrustes (ours) / sign (all the
+paper's "current V" allows), and the stored-affinity streaming codes
+(``stream_codes``, compared bit for bit with ``transform``).  Output:
+``set;bits;mode;landmarks;update;alignment;mAP_mean;mAP_sd;recall_mean;fit_s_median;state_MB``
+then ``set;bits;stored_equal_transform;stream_codes_s;transform_s;state_MB_stored;state_MB_plain``.
 """
 
 import argparse
@@ -35,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, shared_csv  # noqa: E402
 
 from edgecode.hashing import (ITQ, PCASign, SSBC, SignRandomProjection,  # noqa: E402
-                              retrieval_metrics, true_neighbors)
+                              SpectralHashing, retrieval_metrics, true_neighbors)
 
 SETS = {"usps": "usps.csv.gz", "pendigits": "pendigits.csv.gz", "optdigits": "optdigits.csv.gz"}
 
@@ -92,7 +109,12 @@ def main(argv=None):
     ap.add_argument("--fast", action="store_true")
     ap.add_argument("--sets", default="usps,pendigits,optdigits")
     ap.add_argument("--bits", default="16,32,64")
+    ap.add_argument("--baselines-only", action="store_true")
+    ap.add_argument("--fidelity", action="store_true")
+    ap.add_argument("--seeds", type=int, default=3)
     args = ap.parse_args(argv)
+    if args.fidelity:
+        return fidelity(args)
     from firmware_sim.ssbc import load_ssbc
     from export.ssbc import ssbc_arrays
     from firmware_sim.artifact import write_container
@@ -108,13 +130,19 @@ def main(argv=None):
         for bits in [int(b) for b in args.bits.split(",")]:
             rows = []
             baselines = {"lsh": SignRandomProjection(bits, random_state=0),
-                         "pca_sign": PCASign(bits), "itq": ITQ(bits, random_state=0)}
+                         "pca_sign": PCASign(bits), "itq": ITQ(bits, random_state=0),
+                         "sh": SpectralHashing(bits, random_state=0)}
             for bname, h in baselines.items():
-                if bits > d and bname != "lsh":
+                if bits > d and bname in ("pca_sign", "itq"):
                     rows.append((bname, f"n/a (n_bits > d = {d})", None, None, None, None, None))
                     continue
                 r, m, db, q = evaluate(h, Xtr, Xte, nn_test, bits)
                 rows.append((bname, "-", r, m, knn_acc(db, ytr, q, yte), None, None))
+            if args.baselines_only:
+                for row in rows:
+                    vals = [("-" if v is None else f"{v:.4f}") for v in row[2:]]
+                    print(";".join([name, str(bits), row[0], row[1]] + vals), flush=True)
+                continue
             best_stream = None
             for vname, extra in VARIANTS.items():
                 best = None
@@ -148,6 +176,88 @@ def main(argv=None):
             for row in rows:
                 vals = [("-" if v is None else f"{v:.4f}") for v in row[2:]]
                 print(";".join([name, str(bits), row[0], row[1]] + vals), flush=True)
+
+
+#: (sigma_scale, n_anchors, sketch_size) the full run chose for the plain ``ssbc``
+#: codes (results_hashing.md), reused by --fidelity
+FIDELITY_PARAMS = {
+    ("usps", 16): (4.0, 1024, 64), ("usps", 32): (2.0, 1024, 64), ("usps", 64): (2.0, 1024, 80),
+    ("pendigits", 16): (4.0, 256, 48), ("pendigits", 32): (4.0, 256, 64),
+    ("pendigits", 64): (4.0, 1024, 80),
+    ("optdigits", 16): (4.0, 1024, 64), ("optdigits", 32): (2.0, 1024, 48),
+    ("optdigits", 64): (2.0, 1024, 80),
+}
+
+#: (mode, landmarks, update, alignment); the first of each mode is our default,
+#: the paper's is (uniform, every_point, sign); the last two separate the
+#: refresh rate from the alignment
+FIDELITY_VARIANTS = [
+    ("streaming", "reservoir", "compaction", "auto"),
+    ("streaming", "uniform", "compaction", "auto"),
+    ("streaming", "reservoir", "every_point", "auto"),
+    ("streaming", "uniform", "every_point", "auto"),
+    ("online", "reservoir", "compaction", "procrustes"),
+    ("online", "uniform", "compaction", "procrustes"),
+    ("online", "reservoir", "every_point", "sign"),
+    ("online", "uniform", "every_point", "sign"),
+    ("online", "uniform", "compaction", "sign"),
+    ("online", "uniform", "every_point", "procrustes"),
+]
+
+
+def fidelity(args):
+    import statistics
+    print(f"# {machine()}")
+    print("set;bits;mode;landmarks;update;alignment;mAP_mean;mAP_sd;recall_mean;fit_s_median;"
+          "state_MB")
+    stored_rows = []
+    for name in args.sets.split(","):
+        Xtr, ytr, Xte, yte = load(name)
+        nn_test = true_neighbors(Xtr, Xte, 10)
+        for bits in [int(b) for b in args.bits.split(",")]:
+            scale, m_a, ell = FIDELITY_PARAMS[(name, bits)]
+            for mode, lm, upd, al in FIDELITY_VARIANTS:
+                maps, recs, times, state = [], [], [], 0.0
+                for seed in range(args.seeds):
+                    h = SSBC(bits, m_a, ell, sigma_scale=scale, mode=mode, landmarks=lm,
+                             update=upd, alignment=al, random_state=seed)
+                    t0 = time.perf_counter()
+                    if mode == "online":
+                        db = h.fit_transform(Xtr)
+                    else:
+                        h.fit(Xtr)
+                    times.append(time.perf_counter() - t0)
+                    if mode != "online":
+                        db = h.transform(Xtr)
+                    met = retrieval_metrics(db, h.transform(Xte), nn_test, bits, R=100)
+                    maps.append(float(met["ap"].mean()))
+                    recs.append(float(met["recall"].mean()))
+                    state = h.state_nbytes() / 2 ** 20
+                sd = statistics.stdev(maps) if len(maps) > 1 else 0.0
+                print(f"{name};{bits};{mode};{lm};{upd};{al};{statistics.mean(maps):.4f};{sd:.4f};"
+                      f"{statistics.mean(recs):.4f};{statistics.median(times):.3f};{state:.3f}",
+                      flush=True)
+            # the stored-affinity streaming codes vs transform (paper's defaults)
+            h = SSBC(bits, m_a, ell, sigma_scale=scale, landmarks="uniform",
+                     store_affinities=True, random_state=0)
+            for batch in np.array_split(Xtr, 8):
+                h.partial_fit(batch)
+            t0 = time.perf_counter()
+            sc = h.stream_codes()
+            t_sc = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            tr = h.transform(Xtr)
+            t_tr = time.perf_counter() - t0
+            plain = SSBC(bits, m_a, ell, sigma_scale=scale, landmarks="uniform",
+                         random_state=0)
+            for batch in np.array_split(Xtr, 8):
+                plain.partial_fit(batch)
+            stored_rows.append((name, bits, bool((sc == tr).all()), t_sc, t_tr,
+                                h.state_nbytes() / 2 ** 20, plain.state_nbytes() / 2 ** 20))
+    print("set;bits;stored_equal_transform;stream_codes_s;transform_s;state_MB_stored;"
+          "state_MB_plain")
+    for r in stored_rows:
+        print(f"{r[0]};{r[1]};{r[2]};{r[3]:.4f};{r[4]:.4f};{r[5]:.2f};{r[6]:.3f}")
 
 
 if __name__ == "__main__":

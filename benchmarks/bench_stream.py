@@ -17,6 +17,15 @@ allocated during ``partial_fit`` calls (tracemalloc, numpy buffers included;
 it is dominated by the batch x m affinity block, independent of the stream
 length).  Output: ``m;ell;bits;n;pts_per_s_median;pts_per_s_total;
 affinity_share;state_MB;peak_MB``.
+
+``--fidelity`` (seed 002, issue 15): the cost of the paper's choices on the
+same stream, 20 000 points (--fast: 10 000), m in {256, 1024} x ell in
+{32, 64}, n_bits = ell / 2: points/s of ``partial_fit`` with our doubled
+Frequent Directions buffer (``update="compaction"``) and with the paper's
+ell-row sketch, one SVD per point (``update="every_point"``), both in online
+mode with ``partial_fit_transform``; and the state with
+``store_affinities=True`` (the paper's streaming setting, O(n m)).  Output:
+``m;ell;bits;n;update;pts_per_s;state_MB;state_MB_stored``.
 """
 
 import argparse
@@ -63,10 +72,36 @@ def run(m, ell, n, batch):
             h.state_nbytes() / 2**20, peak / 2**20)
 
 
+def fidelity(n, batch=2_000):
+    rows = []
+    for m in (256, 1024):
+        for ell in (32, 64):
+            for update in ("compaction", "every_point"):
+                h = SSBC(ell // 2, m, ell, mode="online", update=update, random_state=0)
+                hs = SSBC(ell // 2, m, ell, update=update, store_affinities=True,
+                          random_state=0)
+                total = 0.0
+                for X in stream(n, batch):
+                    t0 = time.perf_counter()
+                    h.partial_fit_transform(X)
+                    total += time.perf_counter() - t0
+                    hs.partial_fit(X)
+                rows.append((m, ell, ell // 2, n, update, n / total, h.state_nbytes() / 2**20,
+                             hs.state_nbytes() / 2**20))
+                print("# row " + ";".join(f"{v:.4g}" if isinstance(v, float) else str(v)
+                                          for v in rows[-1]), flush=True)
+    print_table(["m", "ell", "bits", "n", "update", "pts_per_s", "state_MB",
+                 "state_MB_stored"], rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--fast", action="store_true")
+    ap.add_argument("--fidelity", action="store_true")
     args = ap.parse_args(argv)
+    if args.fidelity:
+        print(f"# {machine()}")
+        return fidelity(10_000 if args.fast else 20_000)
     n = 100_000 if args.fast else 1_000_000
     ells = (32, 64) if args.fast else (32, 64, 128)
     print(f"# {machine()}")

@@ -267,6 +267,7 @@ def test_uniform_landmarks_are_a_uniform_sample_of_the_first_batch(digits):
     (dict(landmarks="uniform", n_warmup=50), 100, "n_warmup=50 applies to landmarks='reservoir'"),
     (dict(landmarks="everywhere"), 100, "landmarks"),
     (dict(update="sometimes"), 100, "update"),
+    (dict(alignment="rotate"), 100, "alignment"),
 ])
 def test_fidelity_options_errors_are_named(kwargs, n, match):
     X = np.random.default_rng(0).normal(size=(n, 3))
@@ -321,6 +322,22 @@ def test_online_every_point_vs_compaction_codes_differ_only_in_when_v_moves(digi
     # the sketches differ (ell rows vs 2 ell), so only the first few bits agree exactly
     assert a.shape == b.shape == (700, 8)
     assert (a[:128, 0] == b[:128, 0]).mean() > 0.95
+
+
+def test_alignment_auto_is_procrustes_for_compaction_and_sign_for_every_point(digits):
+    X = digits[:500]
+    for update, explicit, other in [("compaction", "procrustes", "sign"),
+                                    ("every_point", "sign", "procrustes")]:
+        kw = dict(mode="online", update=update, random_state=0)
+        auto = SSBC(8, 64, 16, **kw).fit_transform(X)
+        assert_array_equal(auto, SSBC(8, 64, 16, alignment=explicit, **kw).fit_transform(X))
+        h = SSBC(8, 64, 16, alignment=other, **kw)
+        assert not np.array_equal(auto, h.fit_transform(X))
+        if other == "procrustes":     # an orthonormal basis of the top-k subspace
+            assert_allclose(h.components_ @ h.components_.T, np.eye(8), atol=1e-8)
+    # streaming mode ignores the alignment
+    a = SSBC(8, 64, 16, alignment="procrustes", random_state=0).fit(X).transform(X)
+    assert_array_equal(a, SSBC(8, 64, 16, random_state=0).fit(X).transform(X))
 
 
 # ----------------------------------------------------------- stored codes

@@ -129,6 +129,13 @@ class SSBC(BinaryHasher):
         "current iteration's V"), the singular vectors themselves with their
         signs kept consistent (each column's sign chosen to agree with the
         previous V_k).  O(ell^2 m) per point instead of O(ell m).
+    alignment : {"auto", "procrustes", "sign"}, default="auto"
+        Online mode: how a new V_k is matched to the previous one so that bits
+        keep their meaning.  "procrustes" rotates the new top-k subspace onto
+        the old V_k; "sign" keeps the singular vectors and flips each column's
+        sign to agree with the old one (all the paper's "current V" allows);
+        "auto": "procrustes" with ``update="compaction"``, "sign" with
+        ``update="every_point"``.
     store_affinities : bool, default=False
         The paper's streaming setting (``stream_codes``): keep the affinity
         row of every point fed (O(n m) memory, as the paper states) so that
@@ -212,6 +219,7 @@ class SSBC(BinaryHasher):
         "mode": [StrOptions({"streaming", "online"})],
         "landmarks": [StrOptions({"reservoir", "uniform"})],
         "update": [StrOptions({"compaction", "every_point"})],
+        "alignment": [StrOptions({"auto", "procrustes", "sign"})],
         "store_affinities": ["boolean"],
         "n_warmup": [None, Interval(Integral, 1, None, closed="left")],
         "center": ["boolean"],
@@ -223,7 +231,8 @@ class SSBC(BinaryHasher):
 
     def __init__(self, n_bits=32, n_anchors=256, sketch_size=64, *, sigma="auto",
                  sigma_scale=1.0, mode="streaming", landmarks="reservoir",
-                 update="compaction", store_affinities=False, n_warmup=None, center=False,
+                 update="compaction", alignment="auto", store_affinities=False,
+                 n_warmup=None, center=False,
                  rotation=None, n_iter=50, output="bits", random_state=None):
         self.n_bits = n_bits
         self.n_anchors = n_anchors
@@ -233,6 +242,7 @@ class SSBC(BinaryHasher):
         self.mode = mode
         self.landmarks = landmarks
         self.update = update
+        self.alignment = alignment
         self.store_affinities = store_affinities
         self.n_warmup = n_warmup
         self.center = center
@@ -343,8 +353,8 @@ class SSBC(BinaryHasher):
         minimising ``||V_new Q - V_old||_F``), so each bit keeps its meaning
         while the subspace tracks the stream; the codes then use this basis of
         the top-k subspace rather than the singular vectors themselves.
-        Streaming mode, and online mode with ``update="every_point"`` (the
-        paper's current V), keep the singular-value order and fix signs only
+        Streaming mode, and online mode with sign ``alignment`` (default with
+        the paper's ``update="every_point"``), keep the singular-value order and fix signs only
         (each column agrees in sign with the previous V_k; the first V_k:
         largest-magnitude entry of each column positive).
         """
@@ -352,7 +362,9 @@ class SSBC(BinaryHasher):
         V = np.ascontiguousarray(Vt[:k].T)
         if V.shape[1] < k:                         # rank-deficient: pad with zeros
             V = np.hstack([V, np.zeros((V.shape[0], k - V.shape[1]))])
-        if self.mode == "online" and self._V is not None and self.update == "compaction":
+        procrustes = (self.alignment == "procrustes"
+                      or (self.alignment == "auto" and self.update == "compaction"))
+        if self.mode == "online" and self._V is not None and procrustes:
             U, _, Wt = np.linalg.svd(V.T @ self._V)
             return np.ascontiguousarray(V @ (U @ Wt))
         return _align_signs(V, self._V)
