@@ -19,6 +19,7 @@ from pathlib import Path
 from ._args import (OUTPUT_FILE_OPTIONS, HelpFormatter, UsageError, check_output_dir,
                     check_output_file, plain, positive_int)
 
+from . import budget as _budget
 from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
@@ -97,6 +98,7 @@ def _build_parser():
     d.set_defaults(func=lambda a: run_demo(a.out, trials=a.trials), out_is_dir=True)
     for mod in COMMAND_MODULES:
         mod.register(sub)
+    _budget.register(sub)       # not a demo stage
     return p
 
 

@@ -1,0 +1,795 @@
+"""Redundancy budgeting across model kinds: which model to ship for a device and a noise.
+
+:func:`search` answers "given this device profile and this noise, which
+model should I ship?". It tries naive Bayes with uniform and greedy
+repetition plans (binary features), ECOC ensembles (designs x code lengths x
+linear or depth-limited tree learners) and SSBC k-NN codes
+(:class:`~export._budget_space.SearchSpace`), and for each configuration
+that can fit:
+
+1. **screens** it before training: a lower bound of its flash and RAM from
+   the container it would become (placeholder arrays of the right shapes)
+   plus the C runtime of its kind; over the profile or ``max_flash``, it is
+   pruned untrained;
+2. trains it on the training rows, exports it (container and ONNX) and
+   measures **flash and RAM** (a real firmware build with ``build=True``,
+   else the device's resources plus the profile's runtime bytes: the
+   ``memory_source`` says which), **cycles and energy** per inference (the
+   profile's cost model), the **clean accuracy** of the device (fixed point)
+   on the test rows, and the **predicted accuracy** under the fault where a
+   closed form exists (:mod:`export.analytics`: exact SCP of protected naive
+   Bayes, certified bounds above 24 features; exact decoding probabilities of
+   ECOC learner outputs up to ``N^L <= 2^22``);
+3. **simulates** a short campaign (:func:`firmware_sim.campaign.run_campaign`,
+   99% Wilson interval): every configuration without a prediction, and the
+   points of the front (``simulate="front"``, the default: the analytics
+   screen the rest, which are not simulated) or every configuration
+   (``simulate="all"``).
+
+A configuration's **accuracy under noise** is its predicted accuracy when
+one exists, else its simulated accuracy. The **Pareto front** is made of
+the configurations that fit the profile and the limits and that no other
+one dominates, where ``a`` dominates ``b`` when ``a`` is at least as
+accurate under noise and needs no more flash, and is strictly better in one
+of the two, or ties on both and needs less RAM (:func:`dominates`;
+``ram_objective=True`` makes RAM a third objective instead); points equal
+in all three keep the one with fewer cycles (then the earlier in search
+order). The
+**recommended** point is the most accurate under noise among them (ties: less
+flash, then less RAM, then fewer cycles).
+
+Noise: ``eps`` is the fault's per-bit rate at each kind's own site
+(``site="default"``): the repeated feature bits on the wire for naive Bayes,
+the learner outputs for ECOC (an N-ary output is replaced by a uniformly
+random other symbol), the code bits for SSBC; ``site="wire"`` puts every
+kind's noise on its wire frames (int16 features for ECOC and SSBC, where no
+closed form exists).
+"""
+
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._budget_space import (KINDS, SearchSpace, Task, config_label, configurations,
+                            fit_config, load_task, screen)
+
+__all__ = ["search", "BudgetResult", "SearchSpace", "dominates", "pareto_front",
+           "make_budget_fault", "FAULT_RATE_PARAM", "DEFAULT_SIM_SAMPLES", "AUTO_BUILD_MAX",
+           "PROFILE_TARGETS", "ENTRY_KEYS"]
+
+#: (point, trial) pairs of a bit-fault campaign (trials = this / test rows).
+DEFAULT_SIM_SAMPLES = 100_000
+#: ``build="auto"`` builds real firmware when a toolchain is present and at
+#: most this many configurations survive screening (about 1 s per build).
+AUTO_BUILD_MAX = 8
+#: Fault model -> how ``eps`` sets it: (parameter, factor).
+FAULT_RATE_PARAM = {"bsc": ("eps", 1.0), "burst": ("flip_rate", 1.0), "stuck": ("rate", 2.0),
+                    "seu": ("rate", 1.0)}
+#: Built-in profile -> firmware target of :mod:`export.firmware`.
+PROFILE_TARGETS = {"cortex-m0": "cortex-m0plus", "cortex-m4": "cortex-m4"}
+#: Keys of every front entry (the issue's schema, then what the search adds).
+ENTRY_KEYS = ("config", "flash_bytes", "ram_bytes", "cycles", "energy_nj", "clean_accuracy",
+              "predicted_accuracy", "simulated_accuracy", "simulated_ci")
+
+
+# --------------------------------------------------------------------------
+# faults
+# --------------------------------------------------------------------------
+def make_budget_fault(name, eps, params=None):
+    """The fault model a search uses: ``name`` at rate ``eps``.
+
+    ``bsc``: every bit flips with ``eps``; ``burst``: Gilbert-Elliott bursts
+    of mean flip rate ``eps`` (mean burst 4 unless ``params`` say
+    ``mean_burst``); ``stuck``: each line stuck at a random value with
+    probability ``2 eps`` (so ``eps`` of the bits are wrong); ``seu``: each
+    stored bit of the image upset with probability ``eps``.
+
+    Examples
+    --------
+    >>> make_budget_fault("bsc", 0.05).eps
+    0.05
+    >>> round(make_budget_fault("burst", 0.05).mean_flip_rate, 6)
+    0.05
+    """
+    from firmware_sim.faults import FAULTS, make_fault
+
+    if name not in FAULT_RATE_PARAM:
+        raise ValueError(f"fault must be one of {sorted(FAULT_RATE_PARAM)}; got {name!r}")
+    _check_eps(eps)
+    key, factor = FAULT_RATE_PARAM[name]
+    p = dict(params or {})
+    if key in p:
+        raise ValueError(f"fault parameter {key!r} is set by eps; leave it out of the fault "
+                         "parameters")
+    p[key] = float(eps) * factor
+    return make_fault(name, **FAULTS[name].default_params(p))
+
+
+def _check_eps(eps):
+    try:
+        e = float(eps)
+    except (TypeError, ValueError):
+        raise ValueError(f"eps must be a number in [0, 0.5); got {eps!r}") from None
+    if not (math.isfinite(e) and 0.0 <= e < 0.5):
+        raise ValueError(f"eps must be in [0, 0.5) (a flip probability; 0.5 carries no "
+                         f"information); got {eps!r}")
+    return e
+
+
+def _wire_eps(fault, eps):
+    """Per-bit wire error the greedy plan is made for."""
+    from export.analytics import _independent_eps, _mean_flip_rate
+    e = _independent_eps(fault)
+    if e is None:
+        e = _mean_flip_rate(fault)
+    return float(eps if e is None or not e < 0.5 else e)
+
+
+# --------------------------------------------------------------------------
+# the front
+# --------------------------------------------------------------------------
+def dominates(a, b, ram=False):
+    """True when entry ``a`` dominates entry ``b``.
+
+    Two objectives by default: ``a`` is at least as accurate under noise and
+    needs no more flash, and is strictly better in one of them, or equal in
+    both and needs less RAM (RAM breaks ties). With ``ram=True`` RAM is a
+    third objective: at least as good in all three, strictly better in one.
+
+    Entries are dicts with ``accuracy_under_noise``, ``flash_bytes`` and
+    ``ram_bytes``.
+
+    Examples
+    --------
+    >>> a = {"accuracy_under_noise": 0.9, "flash_bytes": 100, "ram_bytes": 10}
+    >>> b = {"accuracy_under_noise": 0.9, "flash_bytes": 120, "ram_bytes": 8}
+    >>> dominates(a, b), dominates(b, a), dominates(a, a), dominates(a, b, ram=True)
+    (True, False, False, False)
+    """
+    acc_a, acc_b = a["accuracy_under_noise"], b["accuracy_under_noise"]
+    fa, fb, ra, rb = a["flash_bytes"], b["flash_bytes"], a["ram_bytes"], b["ram_bytes"]
+    if ram:
+        return bool(acc_a >= acc_b and fa <= fb and ra <= rb
+                    and (acc_a > acc_b or fa < fb or ra < rb))
+    if acc_a >= acc_b and fa <= fb and (acc_a > acc_b or fa < fb):
+        return True
+    return bool(acc_a == acc_b and fa == fb and ra < rb)
+
+
+def pareto_front(entries, ram=False):
+    """Indices of the non-dominated entries (:func:`dominates`), by flash, then RAM,
+    then accuracy (descending).
+
+    Entries equal in accuracy, flash and RAM keep the one with fewer
+    ``cycles`` (then the first).
+
+    Examples
+    --------
+    >>> pts = [(0.80, 100, 10), (0.90, 200, 10), (0.85, 300, 10), (0.90, 200, 8),
+    ...        (0.95, 400, 50), (0.95, 500, 5)]
+    >>> e = [{"accuracy_under_noise": a, "flash_bytes": f, "ram_bytes": r, "cycles": 1}
+    ...      for a, f, r in pts]
+    >>> pareto_front(e), pareto_front(e, ram=True)
+    ([0, 3, 4], [0, 3, 4, 5])
+    """
+    front = []
+    for i, b in enumerate(entries):
+        beaten = False
+        for j, a in enumerate(entries):
+            if j == i:
+                continue
+            if dominates(a, b, ram):
+                beaten = True
+                break
+            same = (a["accuracy_under_noise"] == b["accuracy_under_noise"]
+                    and a["flash_bytes"] == b["flash_bytes"] and a["ram_bytes"] == b["ram_bytes"])
+            if same and (a.get("cycles", 0), j) < (b.get("cycles", 0), i):
+                beaten = True
+                break
+        if not beaten:
+            front.append(i)
+    return sorted(front, key=lambda i: (entries[i]["flash_bytes"], entries[i]["ram_bytes"],
+                                        -entries[i]["accuracy_under_noise"]))
+
+
+def _recommend(entries, front):
+    """Position in ``front`` of the most accurate point (ties: flash, RAM, cycles)."""
+    return min(range(len(front)), key=lambda k: (-entries[front[k]]["accuracy_under_noise"],
+                                                 entries[front[k]]["flash_bytes"],
+                                                 entries[front[k]]["ram_bytes"],
+                                                 entries[front[k]].get("cycles", 0)))
+
+
+# --------------------------------------------------------------------------
+# the result
+# --------------------------------------------------------------------------
+@dataclass
+class BudgetResult:
+    """What :func:`search` found.
+
+    Attributes
+    ----------
+    entries : list of dict
+        Every configuration trained and measured (keys :data:`ENTRY_KEYS`
+        plus ``label``, ``kind``, ``memory_source``, ``predicted_method``,
+        ``accuracy_under_noise``, ``accuracy_source``, ``meets_limits``).
+    front : list of int
+        Indices into ``entries`` of the Pareto front, by flash.
+    recommended_index : int
+        Position in :attr:`pareto` of the recommended point.
+    pruned : list of dict
+        Configurations left out for size (``stage`` ``"screening"``: before
+        training, from a lower bound; ``"measured"``: after training) with
+        the reason.
+    skipped : list of dict
+        Configurations that cannot be built (the reason).
+    settings : dict
+        Data, profile, noise, limits, memory source, time spent, and whether
+        the time limit stopped the search (``stopped_early``,
+        ``not_evaluated``).
+    """
+
+    entries: list
+    front: list
+    recommended_index: int
+    pruned: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    settings: dict = field(default_factory=dict)
+    _fitted: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def pareto(self):
+        """The front's entries, by flash."""
+        return [self.entries[i] for i in self.front]
+
+    @property
+    def recommended(self):
+        """The recommended entry (most accurate under noise within the limits)."""
+        return self.entries[self.front[self.recommended_index]]
+
+    def to_dict(self):
+        """``{"pareto": [...], "recommended": index, "search": {...}}`` (JSON-ready).
+
+        ``pareto`` entries carry the issue's keys (:data:`ENTRY_KEYS`) plus
+        ``label``, ``memory_source``, ``predicted_method``,
+        ``accuracy_under_noise`` and ``accuracy_source``; ``search`` holds
+        the settings, every evaluated entry, the pruned and skipped
+        configurations.
+        """
+        return _jsonable({"pareto": self.pareto, "recommended": self.recommended_index,
+                          "search": {**self.settings, "evaluated": self.entries,
+                                     "pruned": self.pruned, "skipped": self.skipped}})
+
+    def to_json(self, path=None, *, indent=1):
+        """The report as JSON text; written to ``path`` too when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            Path(path).write_text(text + "\n", encoding="utf-8")
+        return text
+
+    def table(self):
+        """The front as text, one line per point, the recommended one marked ``*``."""
+        s = self.settings
+        lines = [f"Pareto front on {s['data']} ({s['n_train']} train / {s['n_test']} test rows),"
+                 f" profile {s['profile']}, {s['fault_label']} at {s['site_label']}; memory "
+                 f"from {s['memory_source']}"]
+        head = (f"  {'configuration':<34} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
+                f"{'nJ':>8} {'clean':>6} {'predicted':>9} {'simulated [99% CI]':>24}")
+        lines.append(head)
+        for k, e in enumerate(self.pareto):
+            mark = "*" if k == self.recommended_index else " "
+            pred = "-" if e["predicted_accuracy"] is None else f"{e['predicted_accuracy']:.4f}"
+            if e["simulated_accuracy"] is None:
+                sim = "not simulated"
+            else:
+                lo, hi = e["simulated_ci"]
+                sim = f"{e['simulated_accuracy']:.4f} [{lo:.4f}, {hi:.4f}]"
+            lines.append(f"{mark} {e['label']:<34} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
+                         f"{e['cycles']:>8.0f} {e['energy_nj']:>8.1f} {e['clean_accuracy']:>6.4f} "
+                         f"{pred:>9} {sim:>24}")
+        r = self.recommended
+        why = (f"recommended (*): {r['label']}, accuracy under noise "
+               f"{r['accuracy_under_noise']:.4f} ({r['accuracy_source']}), {r['flash_bytes']} B "
+               f"flash, {r['ram_bytes']} B RAM")
+        lines.append(why)
+        lines.append(f"searched {len(self.entries)} configurations in {s['elapsed_s']:.1f}s "
+                     f"({s['n_pruned_screening']} pruned before training, "
+                     f"{s['n_pruned_measured']} too large once trained, {len(self.skipped)} "
+                     f"not buildable, {s['n_simulated']} simulated"
+                     + (f"; time limit reached, {s['not_evaluated']} not evaluated"
+                        if s["stopped_early"] else "") + ")")
+        return "\n".join(lines)
+
+    def export(self, out_dir, *, target=None, build=False):
+        """Write the recommended model: ``model.edgc`` (container), ``model.onnx``,
+        ``firmware/`` (C99 sources for ``target``, by default the profile's, and
+        with ``build`` and a toolchain, compiled) and ``recommended.json``.
+
+        Returns
+        -------
+        dict
+            The paths written (and ``build``: real flash and RAM when built).
+        """
+        from export.firmware import build_firmware, toolchain_missing, write_firmware
+        from export.onnx_utils import save_model
+
+        fitted = self._fitted.get(self.front[self.recommended_index])
+        if fitted is None:
+            raise ValueError("the recommended model is not held by this result (a result read "
+                             "back from JSON cannot export; run the search again)")
+        out = Path(out_dir)
+        out.mkdir(exist_ok=True)
+        target = target or self.settings.get("target") or "host"
+        paths = {"container": out / "model.edgc", "onnx": out / "model.onnx",
+                 "firmware": out / "firmware", "report": out / "recommended.json"}
+        paths["container"].write_bytes(fitted.export.container)
+        save_model(fitted.export.onnx_model, str(paths["onnx"]))
+        write_firmware(fitted.export.container, paths["firmware"], target)
+        info = {k: str(v) for k, v in paths.items()}
+        if build and not toolchain_missing(target):
+            b = build_firmware(paths["firmware"], target, jobs=1)
+            info["build"] = {"target": target, "flash_bytes": b.flash_bytes,
+                             "ram_bytes": b.ram_bytes}
+        paths["report"].write_text(json.dumps(_jsonable({"recommended": self.recommended,
+                                                         "settings": self.settings,
+                                                         "firmware_target": target, **(
+                                                             {"build": info["build"]}
+                                                             if "build" in info else {})}),
+                                              indent=1) + "\n", encoding="utf-8")
+        return info
+
+    def plot(self, path, *, title=None):
+        """PNG of accuracy under noise against flash: every evaluated configuration
+        (by kind), the front (line, simulated 99% intervals as error bars) and the
+        recommended point (star). Needs matplotlib (the ``plot`` extra)."""
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError as exc:
+            raise ImportError("plots need matplotlib: pip install 'edgecode[plot]'") from exc
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        markers = {"protected_nb": "s", "ecoc": "o", "ssbc": "^"}
+        for kind in KINDS:
+            pts = [e for e in self.entries if e["kind"] == kind]
+            if pts:
+                ax.scatter([e["flash_bytes"] for e in pts],
+                           [e["accuracy_under_noise"] for e in pts], s=14, alpha=0.45,
+                           marker=markers[kind], label=kind)
+        fr = self.pareto
+        ax.step([e["flash_bytes"] for e in fr], [e["accuracy_under_noise"] for e in fr],
+                where="post", color="k", lw=1, label="Pareto front")
+        for e in fr:
+            if e["simulated_ci"] is not None:
+                lo, hi = e["simulated_ci"]
+                ax.errorbar([e["flash_bytes"]], [e["simulated_accuracy"]],
+                            yerr=[[e["simulated_accuracy"] - lo], [hi - e["simulated_accuracy"]]],
+                            color="C3", capsize=2, lw=1)
+        r = self.recommended
+        ax.scatter([r["flash_bytes"]], [r["accuracy_under_noise"]], marker="*", s=180,
+                   color="C3", zorder=5, label=f"recommended: {r['label']}")
+        s = self.settings
+        ax.set_xscale("log")
+        ax.set_xlabel(f"flash (bytes, {s['memory_source']}; profile {s['profile']})")
+        ax.set_ylabel("accuracy under noise")
+        ax.set_title(title or f"{s['data']}: {s['fault_label']}", fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        return path
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# --------------------------------------------------------------------------
+# measuring
+# --------------------------------------------------------------------------
+def _target_for(profile, profile_arg):
+    if profile.name in PROFILE_TARGETS:
+        return PROFILE_TARGETS[profile.name]
+    if isinstance(profile_arg, (str, os.PathLike)) and str(profile_arg).endswith(".json"):
+        try:
+            base = json.loads(Path(profile_arg).read_text(encoding="utf-8")).get("base",
+                                                                                  "cortex-m0")
+            return PROFILE_TARGETS.get(base)
+        except (OSError, ValueError, AttributeError):
+            return None
+    return None
+
+
+def _memory(export_result, profile, build_target):
+    """(flash, RAM, source) of the whole firmware: built, or image + runtime."""
+    res = export_result.resources
+    if build_target is not None:
+        from export.firmware import build_firmware, write_firmware
+        with tempfile.TemporaryDirectory(prefix="edgecode-budget-") as d:
+            write_firmware(export_result.container, d, build_target)
+            b = build_firmware(d, build_target, jobs=1)
+        return int(b.flash_bytes), int(b.ram_bytes), "build"
+    rt_flash, rt_ram = profile.runtime_bytes(res.get("kind"))
+    return int(res["flash_bytes"]) + rt_flash, int(res["ram_bytes"]) + rt_ram, "profile"
+
+
+def _wide_arrays(profile, container):
+    """Names of the integer arrays wider than the profile's native widths."""
+    return sorted(name for name, a in container.arrays.items()
+                  if a.dtype.kind in "iu" and a.dtype.itemsize * 8 not in profile.int_widths)
+
+
+def _predict(device, X, y, fault, site):
+    """(accuracy or None, method or reason) from the closed forms of export.analytics."""
+    from export.analytics import analytic_ecoc, analytic_protected_nb, analytic_upsets
+    from firmware_sim.ecoc import ECOCDevice
+    from firmware_sim.naive_bayes import ProtectedNBDevice
+
+    site = device.default_site if site is None else site
+    if fault.target in ("image", "mixed"):
+        a = analytic_upsets(device, X, fault, y)
+    elif isinstance(device, ProtectedNBDevice):
+        a = analytic_protected_nb(device, X, fault, y, site=site)
+    elif isinstance(device, ECOCDevice):
+        a = analytic_ecoc(device, X, fault, y, site=site)
+    else:
+        return None, "no closed form for SSBC k-NN under code-bit noise (simulated only)"
+    if a.get("available") and a.get("accuracy") is not None:
+        method = a.get("method", "exact")
+        if method == "exact":
+            method = "exact SCP of the device's integer model"
+        elif method == "bounds-midpoint":
+            method = "midpoint of certified SCP bounds (more than 24 features)"
+        return float(a["accuracy"]), method
+    return None, a.get("reason", "no closed form")
+
+
+def _simulate(fitted, fault, site, samples, confidence, seed):
+    from firmware_sim.campaign import run_campaign
+    n = len(fitted.X_device)
+    trials = max(10, math.ceil(samples / n))
+    if fault.target in ("image", "mixed"):
+        trials = max(20, min(1000, trials))
+    res = run_campaign(fitted.export.device, fitted.X_device, fault, n_trials=trials,
+                       random_state=seed, y=fitted.y_device, site=site, confidence=confidence)
+    p = res.points[0]
+    return float(p.accuracy), [float(p.accuracy_ci[0]), float(p.accuracy_ci[1])], trials
+
+
+class _Progress:
+    """One line per configuration on a stream: what it measured, elapsed time and ETA."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.t0 = time.perf_counter()
+
+    def __call__(self, done, total, label, text):
+        if self.stream is None:
+            return
+        el = time.perf_counter() - self.t0
+        eta = el / done * (total - done) if done else float("nan")
+        print(f"budget [{done}/{total}] {label}: {text} | {el:.1f}s elapsed, ETA {eta:.0f}s",
+              file=self.stream, flush=True)
+
+    def note(self, text):
+        if self.stream is not None:
+            print(f"budget: {text}", file=self.stream, flush=True)
+
+
+# --------------------------------------------------------------------------
+# the search
+# --------------------------------------------------------------------------
+def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=None,
+           site="default", max_flash=None, min_accuracy=None, space=None, budget_s=None,
+           build=False, simulate="front", sim_samples=DEFAULT_SIM_SAMPLES, confidence=0.99,
+           seed=0, test_size=0.3, max_points=None, enforce_int_widths=False, ram_objective=False,
+           progress=None):
+    """Search model kinds and sizes for the most accurate model under noise that fits.
+
+    Parameters
+    ----------
+    data : str or tuple
+        A bundled dataset (``house_votes``, ``nltcs``, ``dna``, ``digits``,
+        ``iris``, ``wine``, ``breast_cancer``), a CSV path (numeric features,
+        a ``class`` column, optional ``split``), ``(X, y)`` or ``(X, y,
+        split)``.
+    profile : str, path or DeviceProfile
+        ``"cortex-m0"``, ``"cortex-m4"`` or a JSON/TOML profile file
+        (:func:`firmware_sim.profiles.load_profile`).
+    eps : float in [0, 1/2)
+        The fault's rate (:func:`make_budget_fault`).
+    fault : {"bsc", "burst", "stuck", "seu"}
+    fault_params : dict, optional
+        More parameters of the fault (e.g. ``{"mean_burst": 8}``).
+    site : {"default", "wire", "intermediate"}
+        Where bit faults act: each kind's own site, or the same for all.
+    max_flash : int, optional
+        Flash limit in bytes (besides the profile's).
+    min_accuracy : float in [0, 1], optional
+        Configurations less accurate under noise are left out of the front.
+    space : SearchSpace or dict, optional
+        What to try (default :class:`SearchSpace`).
+    budget_s : float, optional
+        Stop training new configurations after this many seconds (the
+        front's simulations run after).
+    build : bool or "auto"
+        Real firmware builds for flash and RAM (``True``; about 1 s per
+        configuration; needs the target's toolchain), the profile estimate
+        (``False``), or builds when a toolchain is present and at most
+        :data:`AUTO_BUILD_MAX` configurations survive screening.
+    simulate : {"front", "all"}
+        Which predicted configurations are simulated too.
+    sim_samples : int
+        (point, trial) pairs per bit-fault campaign.
+    confidence : float
+        Level of the simulated intervals.
+    seed : int
+        Split, codes, learners, plans and campaigns.
+    test_size : float
+        Held-out fraction when the data has no train/test split.
+    max_points : int, optional
+        At most this many test rows.
+    ram_objective : bool
+        RAM as a third objective of the front (default: it only breaks ties
+        of accuracy and flash; :func:`dominates`).
+    enforce_int_widths : bool
+        Also refuse containers with integer arrays wider than the profile's
+        ``int_widths`` (:func:`firmware_sim.profiles.check_fits` with the
+        container). Off by default: the built-in profiles list 8/16/32 bits,
+        yet every binary ECOC code (packed ``uint64`` words), linear ECOC
+        (``int64`` biases) and SSBC image has 64-bit arrays, which the C
+        runtime handles on Cortex-M (the compiler's 64-bit arithmetic); each
+        entry lists them under ``wide_integer_arrays``.
+    progress : None, True or a text stream
+        One line per configuration with elapsed time and ETA (True: stderr).
+
+    Returns
+    -------
+    BudgetResult
+
+    Raises
+    ------
+    ValueError
+        eps outside [0, 1/2), a bad profile, option or dataset, no
+        configuration that fits the profile and ``max_flash`` (the message
+        names the smallest and what it needs), or none that reaches
+        ``min_accuracy``.
+
+    Examples
+    --------
+    >>> r = search("house_votes", "cortex-m0", 0.1, space=SearchSpace(
+    ...     kinds=("protected_nb",), nb_rates=(0, 1)), sim_samples=2000)
+    >>> [e["label"] for e in r.pareto]
+    ['nb unprotected', 'nb greedy 32 bits']
+    >>> r.recommended["label"], r.to_dict()["recommended"]
+    ('nb greedy 32 bits', 1)
+    """
+    from firmware_sim.profiles import DoesNotFitError, check_fits, estimate, get_profile
+
+    t_start = time.perf_counter()
+    eps = _check_eps(eps)
+    prof = get_profile(profile)
+    if site not in ("default", "wire", "intermediate"):
+        raise ValueError(f"site must be 'default', 'wire' or 'intermediate'; got {site!r}")
+    run_site = None if site == "default" else site
+    if max_flash is not None and (isinstance(max_flash, bool) or int(max_flash) != max_flash
+                                  or max_flash < 1):
+        raise ValueError(f"max_flash must be a positive number of bytes; got {max_flash!r}")
+    if min_accuracy is not None and not 0.0 <= float(min_accuracy) <= 1.0:
+        raise ValueError(f"min_accuracy must be in [0, 1]; got {min_accuracy!r}")
+    if budget_s is not None and not float(budget_s) > 0:
+        raise ValueError(f"budget_s must be > 0 seconds; got {budget_s!r}")
+    if simulate not in ("front", "all"):
+        raise ValueError(f"simulate must be 'front' or 'all'; got {simulate!r}")
+    if build not in (True, False, "auto"):
+        raise ValueError(f"build must be True, False or 'auto'; got {build!r}")
+    if int(sim_samples) < 1:
+        raise ValueError(f"sim_samples must be >= 1; got {sim_samples!r}")
+    if space is None:
+        space = SearchSpace()
+    elif isinstance(space, dict):
+        space = SearchSpace.from_dict(space)
+    elif not isinstance(space, SearchSpace):
+        raise TypeError(f"space must be a SearchSpace or a dict; got {type(space).__name__}")
+    flt = make_budget_fault(fault, eps, fault_params)
+    target = _target_for(prof, profile)
+    build_target = None
+    if build is True:
+        from export.firmware import toolchain_missing
+        if target is None:
+            raise ValueError(f"build: no firmware target for profile {prof.name!r} (built-in "
+                             f"profiles {sorted(PROFILE_TARGETS)}, or a JSON file with a "
+                             "'base')")
+        missing = toolchain_missing(target)
+        if missing:
+            raise ValueError(f"build: cannot build for {target}: {missing}")
+        build_target = target
+    report = _Progress(sys.stderr if progress is True else progress)
+
+    task = load_task(data, test_size=test_size, seed=seed, max_points=max_points)
+    configs = configurations(space, n_classes=task.n_classes, n_features=task.n_features,
+                             binary=task.binary)
+    if not configs:
+        why = " (naive Bayes needs binary features and two classes)" \
+            if space.kinds == ("protected_nb",) else ""
+        raise ValueError(f"the search space has no configuration for this data{why}")
+
+    # 1. screening, before any training
+    skipped, pruned, keep = [], [], []
+    flash_limit = prof.flash_bytes if max_flash is None else min(prof.flash_bytes, int(max_flash))
+    smallest = None
+    for cfg in configs:
+        label = config_label(cfg)
+        try:
+            lb = screen(cfg, task, seed)
+        except (ValueError, TypeError) as exc:
+            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split())})
+            continue
+        rt_flash, rt_ram = prof.runtime_bytes(cfg["kind"])
+        need_f, need_r = lb["flash_bytes"] + rt_flash, lb["ram_bytes"] + rt_ram
+        if smallest is None or (need_f, need_r) < smallest[:2]:
+            smallest = (need_f, need_r, label, lb["flash_bytes"], rt_flash)
+        over = []
+        if need_f > prof.flash_bytes:
+            over.append(f"flash >= {need_f} B > profile {prof.flash_bytes} B")
+        if max_flash is not None and need_f > int(max_flash):
+            over.append(f"flash >= {need_f} B > max_flash {int(max_flash)} B")
+        if need_r > prof.ram_bytes:
+            over.append(f"RAM >= {need_r} B > profile {prof.ram_bytes} B")
+        if over:
+            pruned.append({"config": cfg, "label": label, "stage": "screening",
+                           "flash_lower_bound": need_f, "ram_lower_bound": need_r,
+                           "reason": "; ".join(over)})
+        else:
+            keep.append((need_f, len(keep), cfg, lb))
+    if not keep:
+        if smallest is None:
+            raise ValueError("no configuration of the search space can be built for this data: "
+                             + "; ".join(f"{s['label']}: {s['reason']}" for s in skipped[:3]))
+        limit = f"profile {prof.name!r} has {prof.flash_bytes} B flash, {prof.ram_bytes} B RAM"
+        if max_flash is not None:
+            limit += f", max_flash {int(max_flash)} B"
+        raise ValueError(f"no configuration fits: the smallest, {smallest[2]}, needs at least "
+                         f"{smallest[0]} B flash (image {smallest[3]} + runtime {smallest[4]}) "
+                         f"and {smallest[1]} B RAM; {limit}")
+    keep.sort(key=lambda t: (t[0], t[1]))
+    if build == "auto" and target is not None and len(keep) <= AUTO_BUILD_MAX:
+        from export.firmware import toolchain_missing
+        if not toolchain_missing(target):
+            build_target = target
+    memory_source = "build" if build_target else "profile"
+    report.note(f"{len(configs)} configurations: {len(skipped)} not buildable, {len(pruned)} "
+                f"pruned before training, {len(keep)} to train on {task.name} "
+                f"({len(task.X_train)} train / {len(task.X_test)} test rows)")
+
+    # 2. train, export, measure, predict (simulate only what has no prediction)
+    plan_eps = _wire_eps(flt, eps)
+    entries, fitted_all, n_sim = [], {}, 0
+    stopped, n_measured_pruned, not_evaluated = False, 0, 0
+    total = len(keep)
+    for done, (_, _, cfg, lb) in enumerate(keep):
+        label = config_label(cfg)
+        if budget_s is not None and time.perf_counter() - t_start >= float(budget_s):
+            stopped, not_evaluated = True, total - done
+            break
+        try:
+            fitted = fit_config(cfg, task, plan_eps=plan_eps, seed=seed, code=lb.get("code"))
+        except (ValueError, TypeError) as exc:
+            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split())})
+            report(done + 1, total, label, "not buildable")
+            continue
+        res = fitted.export.resources
+        flash, ram, source = _memory(fitted.export, prof, build_target)
+        over = []
+        try:
+            check_fits(prof, res)
+        except DoesNotFitError as exc:
+            over.append(str(exc))
+        wide = _wide_arrays(prof, fitted.export.device.container)
+        if wide and enforce_int_widths:
+            over.append(f"integer arrays wider than the profile's {list(prof.int_widths)}: "
+                        f"{', '.join(wide)}")
+        if source == "build" and (flash > prof.flash_bytes or ram > prof.ram_bytes):
+            over.append(f"built firmware needs {flash} B flash, {ram} B RAM; profile has "
+                        f"{prof.flash_bytes} B, {prof.ram_bytes} B")
+        if max_flash is not None and flash > int(max_flash):
+            over.append(f"flash {flash} B > max_flash {int(max_flash)} B")
+        if over:
+            n_measured_pruned += 1
+            pruned.append({"config": cfg, "label": label, "stage": "measured",
+                           "flash_bytes": flash, "ram_bytes": ram, "reason": "; ".join(over)})
+            report(done + 1, total, label, f"does not fit once trained ({flash} B flash)")
+            continue
+        est = estimate(prof, res)
+        pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, flt,
+                                run_site)
+        entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,
+                 "ram_bytes": ram, "cycles": float(est["cycles"]),
+                 "energy_nj": float(est["energy_pj"]) / 1000.0,
+                 "clean_accuracy": fitted.clean_accuracy, "predicted_accuracy": pred,
+                 "simulated_accuracy": None, "simulated_ci": None, "memory_source": source,
+                 "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
+                 "simulated_trials": None, "wide_integer_arrays": wide}
+        if pred is None or simulate == "all":
+            entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
+                _simulate(fitted, flt, run_site, sim_samples, confidence, seed)
+            n_sim += 1
+        entry["accuracy_under_noise"] = pred if pred is not None else entry["simulated_accuracy"]
+        entry["accuracy_source"] = "predicted" if pred is not None else "simulated"
+        entry["meets_limits"] = min_accuracy is None or \
+            entry["accuracy_under_noise"] >= float(min_accuracy)
+        fitted_all[len(entries)] = fitted
+        entries.append(entry)
+        report(done + 1, total, label,
+               f"accuracy under noise {entry['accuracy_under_noise']:.4f} "
+               f"({entry['accuracy_source']}), clean {fitted.clean_accuracy:.4f}, {flash} B "
+               f"flash, {ram} B RAM")
+    if not entries:
+        if stopped:
+            raise ValueError(f"budget_s={budget_s} s ran out before any configuration was "
+                             "measured; give more time")
+        raise ValueError("no configuration fits once trained: " + "; ".join(
+            f"{p['label']}: {p['reason']}" for p in pruned if p["stage"] == "measured")[:400])
+
+    # 3. the front among what fits and meets the limits; simulate its points
+    eligible = [i for i, e in enumerate(entries) if e["meets_limits"]]
+    if not eligible:
+        best = max(entries, key=lambda e: e["accuracy_under_noise"])
+        raise ValueError(f"no configuration reaches min_accuracy {float(min_accuracy):g} under "
+                         f"noise: the best, {best['label']}, reaches "
+                         f"{best['accuracy_under_noise']:.4f}")
+    sub = [entries[i] for i in eligible]
+    front = [eligible[k] for k in pareto_front(sub, ram=ram_objective)]
+    for i in front:
+        e = entries[i]
+        if e["simulated_accuracy"] is None:
+            e["simulated_accuracy"], e["simulated_ci"], e["simulated_trials"] = \
+                _simulate(fitted_all[i], flt, run_site, sim_samples, confidence, seed)
+            n_sim += 1
+    rec = _recommend(entries, front)
+    for i, e in enumerate(entries):
+        e["on_front"] = i in front
+    fault_dict = flt.to_dict() if hasattr(flt, "to_dict") else {"model": fault}
+    settings = {
+        "data": task.name, "split": task.how, "n_train": len(task.X_train),
+        "n_test": len(task.X_test), "n_classes": task.n_classes, "n_features": task.n_features,
+        "profile": prof.name, "target": target, "eps": eps, "fault": fault_dict,
+        "fault_label": f"{fault} eps={eps:g}", "site": site,
+        "site_label": "each kind's own site (NB wire bits, ECOC learner outputs, SSBC code "
+                      "bits)" if site == "default" else f"the {site} site",
+        "max_flash": None if max_flash is None else int(max_flash),
+        "min_accuracy": None if min_accuracy is None else float(min_accuracy),
+        "memory_source": memory_source, "enforce_int_widths": bool(enforce_int_widths),
+        "front_objectives": ["accuracy_under_noise", "flash_bytes"] + (
+            ["ram_bytes"] if ram_objective else []),
+        "confidence": confidence, "seed": seed,
+        "simulate": simulate, "sim_samples": int(sim_samples), "space": space.to_dict(),
+        "n_configurations": len(configs), "n_pruned_screening": sum(
+            1 for p in pruned if p["stage"] == "screening"),
+        "n_pruned_measured": n_measured_pruned, "n_simulated": n_sim,
+        "stopped_early": stopped, "not_evaluated": not_evaluated,
+        "budget_s": budget_s, "elapsed_s": time.perf_counter() - t_start,
+    }
+    return BudgetResult(entries, front, rec, pruned, skipped, settings, fitted_all)

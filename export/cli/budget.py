@@ -1,0 +1,210 @@
+"""``edgecode budget``: which model to ship for a device and a noise (the Pareto front).
+
+Example::
+
+    edgecode budget digits --profile cortex-m0 --eps 0.05 --json front.json \\
+        --plot front.png --export best
+    edgecode budget house_votes --profile cortex-m4 --eps 0.1 --max-flash 12000 --build
+
+Searches naive Bayes repetition plans (binary data), ECOC designs x code
+lengths x learners and SSBC k-NN codes (:mod:`export.budget`), prints the
+front of accuracy under noise against flash (with RAM, cycles, energy,
+clean, predicted and simulated accuracy) and the recommended point. Not a
+stage of ``edgecode demo``.
+"""
+
+import sys
+
+from ._args import UsageError, check_output_dir, nonnegative_int, open_unit, positive_int
+
+__all__ = ["register", "run_budget"]
+
+_KIND_ALIASES = {"nb": "protected_nb", "protected_nb": "protected_nb", "ecoc": "ecoc",
+                 "ssbc": "ssbc"}
+
+
+def _csv(text, what, conv=str):
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise UsageError(f"{what} must be a comma list; got {text!r}")
+    try:
+        return tuple(conv(t) for t in items)
+    except ValueError:
+        raise UsageError(f"{what} must be a comma list of {conv.__name__} values; got "
+                         f"{text!r}") from None
+
+
+def _nonneg_number(text):
+    import argparse
+    import math
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0; got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"must be a number > 0; got {text!r}")
+    return v
+
+
+def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=None,
+               export_dir=None, progress=True, **options):
+    """Run :func:`export.budget.search`, print the front, write the outputs.
+
+    Every output is written only after the search succeeded (an error
+    writes nothing). Returns the :class:`~export.budget.BudgetResult`.
+    """
+    from export.budget import search
+
+    out = stream or sys.stdout
+    result = search(data, profile, eps, progress=sys.stderr if progress else None, **options)
+    print(result.table(), file=out)
+    if json_path is not None:
+        result.to_json(json_path)
+        print(f"wrote {json_path}", file=out)
+    if plot_path is not None:
+        result.plot(plot_path)
+        print(f"wrote {plot_path}", file=out)
+    if export_dir is not None:
+        info = result.export(export_dir, build=bool(options.get("build")))
+        built = ""
+        if "build" in info:
+            b = info["build"]
+            built = f"; built for {b['target']}: flash {b['flash_bytes']} B, RAM {b['ram_bytes']} B"
+        print(f"wrote the recommended model to {export_dir}: model.edgc, model.onnx, firmware/, "
+              f"recommended.json{built}", file=out)
+    return result
+
+
+def register(sub):
+    """Add the ``budget`` sub-command to ``sub`` (argparse subparsers)."""
+    from ._names import DESIGNS, FAULTS
+
+    p = sub.add_parser(
+        "budget", help="search model kinds and sizes: the Pareto front of accuracy under noise "
+        "against flash, and the model to ship",
+        description="Search naive Bayes repetition plans (binary data), ECOC designs x code "
+        "lengths x learners and SSBC k-NN codes; prune what cannot fit the profile before "
+        "training; for each, measure flash, RAM, cycles and energy, the clean accuracy, the "
+        "accuracy predicted under the fault (exact or certified analytics where they exist) "
+        "and a short simulation with its 99% interval; print the Pareto front (accuracy "
+        "under noise against flash) and the recommended point (the most accurate under "
+        "noise that fits).")
+    p.add_argument("data", help="bundled set (house_votes, nltcs, dna, digits, iris, wine, "
+                   "breast_cancer) or a CSV path (numeric features, a 'class' column, optional "
+                   "'split' train/test)")
+    p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4 or "
+                   "a .json/.toml profile file")
+    p.add_argument("--eps", required=True, help="fault rate in [0, 0.5): the per-bit flip "
+                   "probability at each kind's own site (NB wire bits, ECOC learner outputs, "
+                   "SSBC code bits)")
+    p.add_argument("--fault", default="bsc", choices=[f for f in FAULTS],
+                   help="fault model: bsc (independent flips), burst (Gilbert-Elliott, mean "
+                   "flip rate eps), stuck (lines stuck at random values, eps wrong bits), seu "
+                   "(stored image bits upset with probability eps)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="fault_sets",
+                   help="another fault parameter (repeatable), e.g. --set mean_burst=8")
+    p.add_argument("--site", default="default", choices=["default", "wire", "intermediate"],
+                   help="where bit faults act: each kind's own site, or the same for all")
+    p.add_argument("--max-flash", type=positive_int, default=None,
+                   help="flash limit in bytes (besides the profile's)")
+    p.add_argument("--min-accuracy", type=float, default=None,
+                   help="leave out configurations less accurate than this under noise")
+    p.add_argument("--budget-s", type=_nonneg_number, default=None,
+                   help="stop training new configurations after this many seconds and report "
+                   "what was done")
+    build = p.add_mutually_exclusive_group()
+    build.add_argument("--build", dest="build", action="store_const", const=True,
+                       default="auto", help="measure flash and RAM by real firmware builds "
+                       "(about 1 s each; default: builds only when a toolchain is present and "
+                       "at most 8 configurations survive screening, else the profile estimate)")
+    build.add_argument("--no-build", dest="build", action="store_const", const=False,
+                       help="profile estimates of flash and RAM only")
+    p.add_argument("--kinds", default="nb,ecoc,ssbc", help="model kinds to search: nb, ecoc, "
+                   "ssbc (comma list)")
+    p.add_argument("--designs", default="one_vs_all,dense_random,nary,bch,annealed",
+                   help=f"ECOC designs (comma list of {', '.join(DESIGNS)})")
+    p.add_argument("--nary-N", default="2,3,5", help="alphabet sizes of the nary design "
+                   "(primes, comma list)")
+    p.add_argument("--learners", default="linear,tree", help="ECOC learners: linear (ridge), "
+                   "tree (comma list)")
+    p.add_argument("--depths", default="3,6", help="tree depth limits (comma list)")
+    p.add_argument("--nb-rates", default="0,1,2,3", help="naive Bayes budgets as 2 n R bits, "
+                   "one per R (comma list; 0 = unprotected)")
+    p.add_argument("--ssbc-bits", default="16,32,64", help="SSBC code lengths (comma list)")
+    p.add_argument("--ram-objective", action="store_true", help="RAM as a third objective of "
+                   "the front (by default it breaks ties of accuracy and flash)")
+    p.add_argument("--enforce-int-widths", action="store_true", help="also refuse images "
+                   "with integer arrays wider than the profile's int_widths")
+    p.add_argument("--simulate-all", action="store_true", help="simulate every configuration "
+                   "(default: those without a prediction and the front's points)")
+    p.add_argument("--sim-samples", type=positive_int, default=100_000,
+                   help="(point, trial) pairs per simulation campaign")
+    p.add_argument("--test-size", type=open_unit, default=0.3,
+                   help="held-out fraction when the data has no train/test split")
+    p.add_argument("--max-points", type=positive_int, default=None,
+                   help="at most this many test rows (default: all)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the split, codes, "
+                   "learners, plans and campaigns")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--json", dest="json_path", help="write the front as JSON here")
+    p.add_argument("--plot", dest="plot_path", help="write a PNG of the front here (needs "
+                   "matplotlib, the 'plot' extra)")
+    p.add_argument("--export", dest="export_dir", help="write the recommended model here: "
+                   "container, ONNX, firmware (a directory, created inside an existing one)")
+    p.set_defaults(func=_cmd_budget)
+
+
+def _cmd_budget(args):
+    from ._args import flip_probability
+    from .campaign import _parse_sets
+
+    eps = flip_probability(_first_number(args.eps), "--eps")
+    if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
+        raise UsageError(f"--min-accuracy must be in [0, 1]; got {args.min_accuracy:g}")
+    if args.export_dir is not None:
+        check_output_dir(args.export_dir, "--export")
+    if args.plot_path is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'edgecode[plot]'") from None
+    try:
+        fault_params = _parse_sets(args.fault_sets)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    kinds = []
+    for k in _csv(args.kinds, "--kinds"):
+        if k not in _KIND_ALIASES:
+            raise UsageError(f"--kinds: unknown kind {k!r}; choose from nb, ecoc, ssbc")
+        kinds.append(_KIND_ALIASES[k])
+    from export.budget import SearchSpace
+    try:
+        space = SearchSpace(kinds=tuple(kinds), designs=_csv(args.designs, "--designs"),
+                            nary_N=_csv(args.nary_N, "--nary-N", int),
+                            learners=_csv(args.learners, "--learners"),
+                            tree_depths=_csv(args.depths, "--depths", int),
+                            nb_rates=_csv(args.nb_rates, "--nb-rates", int),
+                            ssbc_bits=_csv(args.ssbc_bits, "--ssbc-bits", int))
+    except ValueError as exc:
+        msg = str(exc)
+        for field, option in (("space.nary_N", "--nary-N"), ("space.tree_depths", "--depths"),
+                              ("space.nb_rates", "--nb-rates"), ("space.ssbc_bits", "--ssbc-bits"),
+                              ("space.", "--")):
+            msg = msg.replace(field, option)
+        raise UsageError(msg) from None
+    run_budget(args.data, args.profile, eps, json_path=args.json_path,
+               plot_path=args.plot_path, export_dir=args.export_dir, progress=not args.quiet,
+               fault=args.fault, fault_params=fault_params, site=args.site,
+               max_flash=args.max_flash, min_accuracy=args.min_accuracy, space=space,
+               budget_s=args.budget_s, build=args.build,
+               simulate="all" if args.simulate_all else "front",
+               sim_samples=args.sim_samples, seed=args.seed, test_size=args.test_size,
+               max_points=args.max_points, enforce_int_widths=args.enforce_int_widths,
+               ram_objective=args.ram_objective)
+
+
+def _first_number(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"--eps must be one number in [0, 0.5); got {text!r}") from None
