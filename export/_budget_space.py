@@ -298,7 +298,7 @@ def code_lengths(n_classes, N, design="dense_random"):
     (a repetition of it):
 
     >>> code_lengths(10, 2), code_lengths(10, 3, "nary"), code_lengths(10, 2, "bch")
-    ((10, 15, 20), (6, 10, 13), (7, 15))
+    ((10, 15, 20), (6, 10, 12), (7, 15))
     >>> code_lengths(2, 2), code_lengths(4, 2)
     ((1,), (4, 6, 7))
     """
