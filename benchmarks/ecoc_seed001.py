@@ -24,9 +24,11 @@ categorical codes one-hot encoded for SVC).
 
 Methods (one code per (N, n), shared by all folds):
 
-* ``det_paper``     -- "Det (paper)": M_k(N) truncated from the top left
-  (``nary(..., truncation="top_left")``), two equal rows repaired by
-  changing the first entry of the later one, as the seed.
+* ``det_paper``     -- "Det (paper)": the paper's M_k(N) (``orientation=
+  "paper"``) truncated from the top left (``truncation="top_left"``), two
+  equal rows repaired by changing the first entry of the later one, as the
+  seed.
+* ``det_topleft_ours`` -- top-left rule on our M_1 (``orientation="ours"``).
 * ``det_adaptive``  -- "Det-adaptive (ours)": our adaptive choice of rows and
   columns of M_k(N) (``nary(...)``, the library default); not the paper's.
 * ``rand_paper``    -- "Rand (paper)": best d_T = d_r + d_c among 1000 plain
@@ -36,6 +38,8 @@ Methods (one code per (N, n), shared by all folds):
   (best of 1000 draws that have distinct rows and no constant or
   relabel-equivalent column).
 * ``rand_dr``       -- appendix: best of 1000 plain draws by d_r.
+* ``rand_abs``      -- appendix: best of 1000 plain draws by d_T under the
+  absolute-value distance sum |a - b| (the seed's formula (7)).
 
 Prints ``dataset;learner;N;n;method;acc_mean;acc_std;d_r;d_T;seconds`` and,
 at the end, a markdown table per learner.
@@ -67,7 +71,8 @@ FILES = {"pendigits": "pendigits.csv.gz", "usps": "usps.csv.gz", "vowel": "vowel
 NS = [2, 3, 5, 7, 11, 13]
 LABELS = {"det_paper": "Det (paper)", "det_adaptive": "Det-adaptive (ours)",
           "rand_paper": "Rand (paper)", "rand_screened": "Rand-screened (ours)",
-          "rand_dr": "Rand by d_r (appendix)"}
+          "rand_dr": "Rand by d_r (appendix)", "rand_abs": "Rand by absolute d_T (appendix)",
+          "det_topleft_ours": "Det top-left, our M_1"}
 
 
 def load(name):
@@ -100,6 +105,8 @@ def lengths(c, which):
 def make_method(method, c, n, N):
     """The c x n code of ``method`` (deterministic; random ones with random_state=0)."""
     if method == "det_paper":
+        return nary(c, n, N=N, truncation="top_left", orientation="paper")
+    if method == "det_topleft_ours":
         return nary(c, n, N=N, truncation="top_left")
     if method == "det_adaptive":
         return nary(c, n, N=N)
@@ -111,6 +118,9 @@ def make_method(method, c, n, N):
     if method == "rand_dr":
         return nary_random(c, n, N=N, screen=False, n_draws=1000, criterion="row",
                            random_state=0)
+    if method == "rand_abs":
+        return nary_random(c, n, N=N, screen=False, n_draws=1000, criterion="total",
+                           metric="absolute", random_state=0)
     raise SystemExit(f"unknown method {method!r}; one of {', '.join(LABELS)}")
 
 
