@@ -293,6 +293,7 @@ class SSBCDevice(Device):
                 raise ValueError(f"table_bits must have shape ({tab.shape[0]}, {self.n_bits}); "
                                  f"got {tb.shape}")
             tab = np.packbits(tb, axis=1, bitorder="little")
+            tab.flags.writeable = False      # typed as the container's table: one compiled kernel
         packed = np.packbits(b, axis=1, bitorder="little")
         lab = np.empty(b.shape[0], dtype=np.int64)
         dist = np.empty(b.shape[0], dtype=np.int64)

@@ -49,8 +49,17 @@ def test_simulate_refuses_corrupt_artifact(tmp_path, capsys):
 
 
 def test_demo_runs_end_to_end(tmp_path):
+    from export.cli._warmup import used_signatures
+    from export.cli._warmup_kernels import KERNELS
+
+    before = used_signatures()
     buf = io.StringIO()
     res = run_demo(tmp_path, trials=300, stream=buf)
+    # every kernel signature the demo used is in the warm-up list (else the
+    # background warm-up of a cold first demo misses it: rerun
+    # python -m export.cli._warmup --record)
+    listed = {(m, f, sig) for m, f, sig, _ in KERNELS}
+    assert not (used_signatures() - before) - listed
     assert res["onnx_agrees"]
     text = buf.getvalue()
     assert "predicted mean SCP" in text

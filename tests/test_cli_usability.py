@@ -200,6 +200,41 @@ def test_help_and_argument_errors_import_no_heavy_library():
     assert res.stdout.strip() == "", f"imported for --help: {res.stdout.strip()}"
 
 
+def test_warmup_list_resolves_without_the_heavy_libraries():
+    """The background warm-up of a cold demo resolves every listed kernel and
+    signature importing only numpy, numba and kernel modules."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom export.cli._warmup import kernel_signatures\n"
+            "rows = kernel_signatures(bare_packages=True)\nassert len(rows) > 20, len(rows)\n"
+            "heavy = [m for m in ('sklearn', 'scipy.stats', 'onnx', 'onnxruntime') "
+            "if m in sys.modules]\nprint(','.join(heavy))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"imported by the warm-up: {res.stdout.strip()}"
+
+
+def test_warmup_rows_are_checked():
+    from export.cli._warmup import _signature_source, kernel_signatures, warm_up
+    from firmware_sim._kernels.bits import _pack_bits
+    from numba.core import types
+    sig = "(Array(uint8, 2, 'C', False), Array(uint64, 2, 'C', False), )"
+    (disp, args), = kernel_signatures([("firmware_sim._kernels.bits", "_pack_bits", sig, True),
+                                        ("firmware_sim._kernels.bits", "_pack_bits",
+                                         "(Literal[int](0), )", False)])
+    assert disp is _pack_bits and args == (types.Array(types.uint8, 2, "C"),
+                                           types.Array(types.uint64, 2, "C"))
+    assert _signature_source(args) == sig
+    with pytest.raises(LookupError, match="_gone.*--record"):
+        kernel_signatures([("firmware_sim._kernels.bits", "_gone", sig, True)])
+    # a signature the kernel cannot take is skipped and counted, not fatal
+    assert warm_up(entries=[("firmware_sim._kernels.bits", "_pack_bits", "(float64, float64, )",
+                             True)]) == 1
+    with pytest.raises(NameError):          # no builtins in the signature namespace
+        kernel_signatures([("firmware_sim._kernels.bits", "_pack_bits", "(open, )", True)])
+
+
 def test_static_choice_names_match_their_registries():
     from edgecode import datasets
     from edgecode.ecoc import DESIGNS

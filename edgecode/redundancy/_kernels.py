@@ -156,8 +156,8 @@ def _exact_point(p, margin, deltas, eps, infl, change, vals, idx, sa, pa, ka, sb
         change[p] = 0.0
         return
     h1 = na // 2
-    ma = _sorted_sums_masks(vals, eps, idx, 0, h1, sa, pa, ka)
-    mb = _sorted_sums_masks(vals, eps, idx, h1, na, sb, pb, kb)
+    ma = _sorted_sums_masks(vals, eps, idx, np.int64(0), h1, sa, pa, ka)   # not a literal 0:
+    mb = _sorted_sums_masks(vals, eps, idx, h1, np.int64(na), sb, pb, kb)  # one compiled version
     _partner_mass(s, strict, sa[:ma], ma, sb[:mb], pb[:mb], cum, ga)
     _partner_mass_rev(s, strict, sa[:ma], pa[:ma], sb[:mb], mb, cum, gb)
     c = 0.0

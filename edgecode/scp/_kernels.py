@@ -227,8 +227,8 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     a_val = np.empty(n)
     b_idx = np.empty(n, np.int64)
     b_val = np.empty(n)
-    a_len = -1
-    b_len = -1
+    a_len = np.int64(-1)                 # np.int64 (not literals) everywhere below:
+    b_len = np.int64(-1)                 # one compiled version of each helper
     prev_s = -1.0                        # s >= 0 after normalisation: never matches
     prev_strict = False
     prev_out = 0.0
@@ -252,19 +252,21 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
             out[p] = 0.0
             continue
         h1 = na // 2                          # B has na - h1 >= 1 features
-        same_a = _same_half(idx, vals, 0, h1, a_idx, a_val, a_len)
-        same_b = _same_half(idx, vals, h1, na, b_idx, b_val, b_len)
+        first = np.int64(0)
+        same_a = _same_half(idx, vals, first, h1, a_idx, a_val, a_len)
+        end = np.int64(na)
+        same_b = _same_half(idx, vals, h1, end, b_idx, b_val, b_len)
         if same_a and same_b and s == prev_s and strict == prev_strict:
             out[p] = prev_out
             continue
         if not same_a:
-            ma = _sorted_subset_sums(vals, eps, idx, 0, h1, sa, pa)
-            a_len = _save_half(idx, vals, 0, h1, a_idx, a_val)
+            ma = _sorted_subset_sums(vals, eps, idx, first, h1, sa, pa)
+            a_len = _save_half(idx, vals, first, h1, a_idx, a_val)
         if not same_b:
             mb = _sorted_subset_sums(vals, eps, idx, h1, na - 1, sb, pb)
             jl = idx[na - 1]
             mb = _last_level(sb, pb, mb, vals[jl], eps[jl], sb2, pb2)
-            b_len = _save_half(idx, vals, h1, na, b_idx, b_val)
+            b_len = _save_half(idx, vals, h1, end, b_idx, b_val)
         a = ma
         ptr = zero
         cur = 0.0                             # mass of sb2[0:ptr]

@@ -250,15 +250,15 @@ def _random_search(N, p_unused, n_draws, max_attempts, criterion, state, best, c
         attempts += 1
         if not _draw_valid(N, p_unused, state, cur, AT, canon_T, scratch, 1000):
             continue
-        _pair_distances(cur, True, Dr)
+        _pair_distances(cur, np.bool_(True), Dr)   # np.bool_: not a literal (one version)
         if c > 1 and _min_offdiag(Dr)[0] == 0:
             continue
         valid += 1
-        _pair_distances(cur, False, Dr)
+        _pair_distances(cur, np.bool_(False), Dr)
         dr, cnt = _min_offdiag(Dr)
         score = dr
         if criterion == 1:
-            _pair_distances(AT, False, Dc)
+            _pair_distances(AT, np.bool_(False), Dc)
             dc, cnt2 = _min_offdiag(Dc)
             if n < 2:
                 dc, cnt2 = 0, 0
