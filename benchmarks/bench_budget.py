@@ -129,8 +129,7 @@ def run(name, args):
     flt = make_budget_fault("bsc", args.eps)
     c = task.n_classes
     sk = OutputCodeClassifier(RidgeClassifier(), code_size=1.5,
-                              random_state=args.seed).fit(task.X_train[:50 * c],
-                                                          task.y_train[:50 * c])
+                              random_state=args.seed).fit(task.X_train, task.y_train)
     sk_code = (np.asarray(sk.code_book_) > 0).astype(np.int16)
     # rows follow sorted class labels, as ECOCClassifier's classes_ (indices 0..c-1)
     ova = np.eye(c, dtype=np.int16)
