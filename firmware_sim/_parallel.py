@@ -12,7 +12,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
-__all__ = ["n_threads", "run_ranges"]
+__all__ = ["n_threads", "run_ranges", "seed_sequence"]
 
 
 def _cpus():
@@ -36,6 +36,29 @@ def n_threads(n_jobs=None):
         raise ValueError(f"n_jobs must be None, -1 (every CPU) or an integer >= 1; "
                          f"got {n_jobs!r}")
     return _cpus() if n_jobs == -1 else int(n_jobs)
+
+
+def seed_sequence(seed):
+    """A ``SeedSequence`` from a SeedSequence, an int, None or a numpy Generator
+    (which gives one draw): the root that ``spawn`` cuts into a seed per work
+    unit.
+
+    >>> seed_sequence(3).entropy
+    3
+    """
+    import numpy as np
+    if isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, np.random.Generator):
+        return np.random.SeedSequence(int(seed.integers(0, 2**63 - 1)))
+    if seed is None:
+        return np.random.SeedSequence(int(np.random.default_rng().integers(0, 2**63 - 1)))
+    if isinstance(seed, np.random.RandomState):
+        return np.random.SeedSequence(int(seed.randint(0, 2**63 - 1, dtype=np.int64)))
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise TypeError(f"random_state must be None, an int, a SeedSequence or a numpy "
+                        f"Generator; got {seed!r}")
+    return np.random.SeedSequence(int(seed))
 
 
 def run_ranges(work, first, stop, threads):

@@ -58,14 +58,13 @@ from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
-from ._parallel import n_threads, run_ranges
+from ._parallel import n_threads, run_ranges, seed_sequence
 from .artifact import ContainerError
 from .channel import _BLOCK_BITS
 from .device import SITES, load
 from .ecoc import ECOCDevice, doubled_distances, flip_radius
 from .errors import FrameError
 from .faults import BSC, Compose, Fault, _draw_seed
-from .channel import check_random_state
 from .device import SimulationResult
 from .naive_bayes import ProtectedNBDevice
 from .naive_bayes import simulate as _simulate_nb_wire
@@ -535,14 +534,8 @@ def _seeded_batches(run, tx, y, seed, n_trials, n_jobs):
 
 
 def _as_seed(seed):
-    """A ``SeedSequence`` from a SeedSequence, an int, None or a Generator (which
-    gives one draw)."""
-    if isinstance(seed, np.random.SeedSequence):
-        return seed
-    if isinstance(seed, np.random.Generator):
-        return np.random.SeedSequence(int(seed.integers(0, 2**63 - 1)))
-    return np.random.SeedSequence(check_random_state(seed).integers(0, 2**63 - 1)
-                                  if seed is None else int(seed))
+    """A ``SeedSequence`` (see :func:`firmware_sim._parallel.seed_sequence`)."""
+    return seed_sequence(seed)
 
 
 def _batch_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
@@ -774,7 +767,8 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
     device = _as_device(device)
     site = device.default_site if site is None else _check_site(site)
     if site == "wire" and type(device) is ProtectedNBDevice:
-        return _simulate_nb_wire(device, X, eps, n_trials, random_state=random_state, y=y)
+        return _simulate_nb_wire(device, X, eps, n_trials, random_state=random_state, y=y,
+                                 n_jobs=n_jobs)
     n_trials = _n_trials(n_trials)
     frames = device.encode(X)
     clean = _clean_labels(device, frames)

@@ -34,9 +34,10 @@ import numpy as np
 from . import accounting
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._validation import check_protected_nb
+from ._parallel import n_threads, run_ranges, seed_sequence
 from .device import Device, Inference, SimulationResult, register_kind
 from .artifact import Container, ContainerError, read_container, write_container
-from .channel import _flip_inplace, check_bits, check_channel_eps, check_random_state
+from .channel import _flip_inplace, check_bits, check_channel_eps
 
 __all__ = [
     "ProtectedNBDevice",
@@ -451,7 +452,7 @@ def _expand_eps(device, eps):
     return check_channel_eps(eps, nbits)
 
 
-def simulate(device, X, eps, n_trials, random_state=None, y=None):
+def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
     """Run every point through the noisy channel ``n_trials`` times.
 
     Each trial transmits the point (``device.transmit``), flips the channel
@@ -472,6 +473,9 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None):
     random_state : None, int, SeedSequence or numpy Generator, optional
     y : array-like of 0/1, shape (t,), optional
         True labels; if given, ``correct`` counts trials labelled ``y``.
+    n_jobs : int, optional
+        Threads (None: numba's thread count; -1: every CPU this process may
+        use; k >= 1: k). The result does not depend on it.
 
     Returns
     -------
@@ -483,7 +487,10 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None):
     -----
     Trials are processed in batches of about 4 Mi channel bits; each batch
     is received bits, BSC noise drawn by geometric skipping, then one numba
-    pass that decodes and accumulates. For a single feature with r
+    pass that decodes and accumulates. Batch b draws its noise from
+    ``default_rng(seed.spawn(n_batches)[b])`` (a seed per fixed batch, never
+    per thread) and threads take contiguous ranges of batches with their own
+    counters, so the counts are the same for any ``n_jobs``. For a single feature with r
     repetitions the label changes exactly when the majority fails, with
     probability ``sum_{i=r+1}^{2r+1} C(2r+1, i) eps^i (1-eps)^(2r+1-i)``.
 
@@ -510,27 +517,42 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None):
         y = check_bits(y, name="y", ndim=1).astype(np.int64)
         if y.shape[0] != t:
             raise ValueError(f"y must have shape ({t},), one label per row of X; got {y.shape}")
-    rng = check_random_state(random_state)
+    root = seed_sequence(random_state)
+    threads = n_threads(n_jobs)
 
     clean = device.predict(X)
     tx = device.transmit(X)
     nbits = device.total_bits
-    same = np.zeros(t, dtype=np.int64)
-    correct = np.zeros(t, dtype=np.int64) if y is not None else None
     rows_total = t * n_trials
     step = max(1, _BATCH_BITS // nbits)
-    acc = np.empty(min(step, rows_total), dtype=np.int64)
-    for start in range(0, rows_total, step):
-        stop = min(start + step, rows_total)
-        point = np.arange(start, stop, dtype=np.int64) // n_trials
-        bits = tx.take(point, axis=0)
-        _flip_inplace(bits.reshape(-1), nbits, eps_bits, rng)
-        a = acc[:stop - start]
-        _decode_accumulate(bits, device._reps, device._w, device.bias, a)
-        labels = (a > 0).astype(np.int64)
-        same += np.bincount(point[labels == clean[point]], minlength=t)
+    starts = range(0, rows_total, step)
+    seeds = root.spawn(len(starts))
+    reps, w, bias = device._reps, device._w, device.bias
+
+    def work(a, b):
+        same = np.zeros(t, dtype=np.int64)
+        correct = np.zeros(t, dtype=np.int64) if y is not None else None
+        acc = np.empty(min(step, rows_total), dtype=np.int64)
+        for i in range(a, b):
+            start = starts[i]
+            stop = min(start + step, rows_total)
+            point = np.arange(start, stop, dtype=np.int64) // n_trials
+            bits = tx.take(point, axis=0)
+            _flip_inplace(bits.reshape(-1), nbits, eps_bits, np.random.default_rng(seeds[i]))
+            acc_b = acc[:stop - start]
+            _decode_accumulate(bits, reps, w, bias, acc_b)
+            labels = (acc_b > 0).astype(np.int64)
+            same += np.bincount(point[labels == clean[point]], minlength=t)
+            if y is not None:
+                correct += np.bincount(point[labels == y[point]], minlength=t)
+        return same, correct
+
+    same = np.zeros(t, dtype=np.int64)
+    correct = np.zeros(t, dtype=np.int64) if y is not None else None
+    for s_part, c_part in run_ranges(work, 0, len(starts), threads):
+        same += s_part
         if y is not None:
-            correct += np.bincount(point[labels == y[point]], minlength=t)
+            correct += c_part
     if isinstance(eps_bits, float):
         eps_bits = np.full(nbits, eps_bits)
     eps_bits.flags.writeable = False

@@ -90,6 +90,23 @@ def test_simulate_does_not_depend_on_the_thread_count(small_batches):
     assert np.array_equal(a.same, b.same) and 0 < a.mean_same_rate < 1
 
 
+def test_nb_wire_simulate_does_not_depend_on_the_thread_count(monkeypatch):
+    """The protected-NB wire simulation (``edgecode simulate``): a seed per fixed
+    batch, so 1, 2 and 3 threads give the same counts; per-feature eps too."""
+    monkeypatch.setattr("firmware_sim.naive_bayes._BATCH_BITS", 4000)   # many batches
+    dev, X, y = _nb()
+    eps = np.linspace(0.05, 0.3, 16)
+    runs = [simulate(dev, X, eps, 25, random_state=3, y=y, n_jobs=n) for n in (1, 2, 3)]
+    assert 0 < runs[0].mean_same_rate < 1 and runs[0].correct is not None
+    for r in runs[1:]:
+        assert np.array_equal(r.same, runs[0].same)
+        assert np.array_equal(r.correct, runs[0].correct)
+    gen = simulate(dev, X, eps, 25, random_state=np.random.default_rng(3), n_jobs=2)
+    assert gen.same.sum() > 0
+    with pytest.raises(TypeError, match="random_state"):
+        simulate(dev, X, eps, 25, random_state=1.5)
+
+
 def test_threads_split_the_same_seeds_as_the_plain_path(small_batches):
     """Fast path with threads == plain path serially, trial for trial."""
     dev, X, y = _nb()

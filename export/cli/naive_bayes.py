@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._args import UsageError, flip_probability, nonnegative_int, open_unit, positive_int
+from ._args import UsageError, flip_probability, jobs, nonnegative_int, open_unit, positive_int
 
 __all__ = ["run_plan", "run_simulate", "run_demo_stage", "register", "load_recorded"]
 
@@ -356,8 +356,9 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
 
 def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
-                 confidence=0.99, max_points=None, stream=None):
-    """Monte Carlo campaign on the device runtime next to the SCP predicted for it."""
+                 confidence=0.99, max_points=None, stream=None, n_jobs=None):
+    """Monte Carlo campaign on the device runtime next to the SCP predicted for it
+    (``n_jobs`` threads; the counts do not depend on it)."""
     from export.analytics import device_scp
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
@@ -368,7 +369,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         read_container(artifact)
     if container.kind != "protected_nb":
         return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
-                               confidence, max_points, out)
+                               confidence, max_points, out, n_jobs)
     device = load_protected_nb(container)
     data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
@@ -378,7 +379,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
                          f"{data.name} has {X.shape[1]}")
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    same, clean = simulate(device, X, eps_v, trials, random_state=seed)
+    same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs)
     sim_s = time.perf_counter() - t0
     # pooled over points: points with different rates only shrink the variance,
     # so the Wilson interval of the pooled count is conservative
@@ -414,7 +415,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
 
 
 def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
-                    max_points, out):
+                    max_points, out, n_jobs=None):
     """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
     ``simulate`` at the kind's default site, rate and accuracy with intervals."""
     from edgecode._stats import wilson_interval
@@ -430,7 +431,7 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
         X, y = X[:max_points], (None if y is None else y[:max_points])
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    res = simulate(device, X, eps_v, trials, random_state=seed, y=y)
+    res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs)
     sim_s = time.perf_counter() - t0
     total = len(X) * trials
     p = res.mean_same_rate
@@ -562,6 +563,8 @@ def register(sub):
                    help="level of the interval of the simulated rate")
     s.add_argument("--max-points", type=positive_int, help="use at most this many points "
                    "(default: all)")
+    s.add_argument("--jobs", type=jobs, default=None, help="threads (-1: every CPU; default: "
+                   "numba's thread count); the counts do not depend on it")
     s.set_defaults(func=_cmd_simulate)
 
 
@@ -600,4 +603,4 @@ def _cmd_simulate(args):
             raise UsageError("the artifact records no dataset; pass --data")
     run_simulate(args.artifact, eps, args.trials, dataset=data,
                  split=args.split, seed=args.seed, confidence=args.confidence,
-                 max_points=args.max_points)
+                 max_points=args.max_points, n_jobs=args.jobs)
