@@ -134,7 +134,8 @@ def register(sub):
     p.add_argument("--seed", type=int, default=None, help="random_state for random designs "
                    "(default: fresh randomness)")
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                   help="design option, e.g. -o truncation=top_left -o n_draws=1000 -o t=6")
+                   help="design option, e.g. -o truncation=top_left -o orientation=paper (nary: the "
+                   "seed's i j mod N) -o screen=false (plain random) -o n_draws=1000 -o t=6")
     p.add_argument("--out", help="save to .npy, .csv or .edgc (ecoc container)")
     p.set_defaults(func=_cmd_codes)
 
