@@ -504,7 +504,7 @@ class _Progress:
 def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=None,
            site="default", max_flash=None, min_accuracy=None, space=None, budget_s=None,
            build=False, simulate="front", sim_samples=DEFAULT_SIM_SAMPLES, confidence=0.99,
-           seed=0, test_size=0.3, max_points=None, enforce_int_widths=False, ram_objective=False,
+           seed=0, test_size=0.3, max_points=None, enforce_int_widths=True, ram_objective=False,
            progress=None):
     """Search model kinds and sizes for the most accurate model under noise that fits.
 
@@ -554,14 +554,12 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
     ram_objective : bool
         RAM as a third objective of the front (default: it only breaks ties
         of accuracy and flash; :func:`dominates`).
-    enforce_int_widths : bool
-        Also refuse containers with integer arrays wider than the profile's
-        ``int_widths`` (:func:`firmware_sim.profiles.check_fits` with the
-        container). Off by default: the built-in profiles list 8/16/32 bits,
-        yet every binary ECOC code (packed ``uint64`` words), linear ECOC
-        (``int64`` biases) and SSBC image has 64-bit arrays, which the C
-        runtime handles on Cortex-M (the compiler's 64-bit arithmetic); each
-        entry lists them under ``wide_integer_arrays``.
+    enforce_int_widths : bool, default=True
+        Refuse containers with integer arrays of a width the profile's
+        ``int_widths`` lacks (:func:`firmware_sim.profiles.check_fits` with
+        the container). The built-in Cortex-M profiles take 8 to 64 bits (64
+        as two-word operations); False only lists such arrays under
+        ``wide_integer_arrays``.
     progress : None, True or a text stream
         One line per configuration with elapsed time and ETA (True: stderr).
 

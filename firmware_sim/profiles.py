@@ -172,8 +172,9 @@ class DeviceProfile:
     ram_bytes : int
         RAM available to one inference (``resources()["ram_bytes"]``).
     int_widths : tuple of int
-        Integer widths the core handles natively (bits); a container array
-        of a wider integer type is refused by :func:`check_fits`.
+        Integer widths (bits) the runtime may use on the core, natively or as
+        multi-word operations its compiler emits; a container array of
+        another integer width is refused by :func:`check_fits`.
     clock_hz : float
         Core clock, for the time estimate.
     cycles : mapping of str to float
@@ -332,10 +333,18 @@ def _for_kind(value, kind):
 #: implementation option many low-cost parts use; 1 with the fast one),
 #: software popcount (~12 ALU ops), software float (~50/~60 cycles per
 #: add/multiply, order of magnitude for a soft-float library).
+#: Integer widths of the built-in Cortex-M profiles: 8, 16 and 32 bits
+#: natively, and 64 bits as two-word operations the compiler emits (packed
+#: code words, wide accumulators): the C99 runtime builds and runs containers
+#: holding them on these cores, checked bit for bit under QEMU
+#: (tests/test_firmware.py). A profile of a core without 64-bit support in
+#: its toolchain sets ``int_widths=(8, 16, 32)``.
+_CORTEX_M_INTS = (8, 16, 32, 64)
+
 CORTEX_M0 = DeviceProfile(
     name="cortex-m0",
     description="Cortex-M0 class microcontroller, 48 MHz, 32 KB flash, 4 KB RAM, no FPU",
-    word_bits=32, flash_bytes=32 * 1024, ram_bytes=4 * 1024, int_widths=(8, 16, 32),
+    word_bits=32, flash_bytes=32 * 1024, ram_bytes=4 * 1024, int_widths=_CORTEX_M_INTS,
     clock_hz=48e6,
     cycles={"add": 1, "compare": 1, "logic": 1, "mul": 32, "popcount": 12, "fadd": 50,
             "fmul": 60, "load_ram": 2, "load_flash": 3},
@@ -355,7 +364,7 @@ CORTEX_M0 = DeviceProfile(
 CORTEX_M4 = DeviceProfile(
     name="cortex-m4",
     description="Cortex-M4F class microcontroller, 80 MHz, 256 KB flash, 64 KB RAM, FPU",
-    word_bits=32, flash_bytes=256 * 1024, ram_bytes=64 * 1024, int_widths=(8, 16, 32),
+    word_bits=32, flash_bytes=256 * 1024, ram_bytes=64 * 1024, int_widths=_CORTEX_M_INTS,
     clock_hz=80e6,
     cycles={"add": 1, "compare": 1, "logic": 1, "mul": 1, "popcount": 12, "fadd": 1,
             "fmul": 1, "load_ram": 2, "load_flash": 2},

@@ -133,8 +133,9 @@ def register(sub):
     p.add_argument("--ssbc-bits", default="16,32,64", help="SSBC code lengths (comma list)")
     p.add_argument("--ram-objective", action="store_true", help="RAM as a third objective of "
                    "the front (by default it breaks ties of accuracy and flash)")
-    p.add_argument("--enforce-int-widths", action="store_true", help="also refuse images "
-                   "with integer arrays wider than the profile's int_widths")
+    p.add_argument("--ignore-int-widths", action="store_true", help="keep images with "
+                   "integer arrays of a width the profile's int_widths lacks (listed, not "
+                   "refused)")
     p.add_argument("--simulate-all", action="store_true", help="simulate every configuration "
                    "(default: those without a prediction and the front's points)")
     p.add_argument("--sim-samples", type=positive_int, default=100_000,
@@ -199,7 +200,7 @@ def _cmd_budget(args):
                budget_s=args.budget_s, build=args.build,
                simulate="all" if args.simulate_all else "front",
                sim_samples=args.sim_samples, seed=args.seed, test_size=args.test_size,
-               max_points=args.max_points, enforce_int_widths=args.enforce_int_widths,
+               max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,
                ram_objective=args.ram_objective)
 
 
