@@ -366,3 +366,18 @@ def test_stream_codes_during_warmup_and_errors(digits):
         SSBC(4, 32, 8, random_state=0).fit(digits[:100]).stream_codes()
     with pytest.raises(ValueError, match="output must be one of"):
         h.stream_codes("int8")
+
+
+def test_procrustes_falls_back_when_lapack_svd_does_not_converge(monkeypatch):
+    from edgecode.hashing.ssbc import _procrustes
+    rng = np.random.default_rng(0)
+    Q0, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    M = Q0 + 1e-3 * rng.normal(size=(6, 6))            # nearly orthogonal, as in online mode
+    ref = _procrustes(M)
+
+    def failing(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(np.linalg, "svd", failing)
+    assert_allclose(_procrustes(M), ref, atol=1e-12)
+    assert_allclose(ref @ ref.T, np.eye(6), atol=1e-12)

@@ -81,6 +81,21 @@ def _align_signs(V, ref):
     return V * s
 
 
+def _procrustes(M):
+    """The orthogonal Q nearest to M (``U Wt`` of ``M = U S Wt``).
+
+    LAPACK's divide-and-conquer SVD (numpy's) can fail to converge on nearly
+    orthogonal M, which consecutive bases of a slowly moving subspace give;
+    then the QR-iteration driver (gesvd) is used.
+    """
+    try:
+        U, _, Wt = np.linalg.svd(M)
+    except np.linalg.LinAlgError:
+        import scipy.linalg
+        U, _, Wt = scipy.linalg.svd(M, lapack_driver="gesvd")
+    return U @ Wt
+
+
 class SSBC(BinaryHasher):
     """Streaming spectral binary codes.
 
@@ -365,8 +380,7 @@ class SSBC(BinaryHasher):
         procrustes = (self.alignment == "procrustes"
                       or (self.alignment == "auto" and self.update == "compaction"))
         if self.mode == "online" and self._V is not None and procrustes:
-            U, _, Wt = np.linalg.svd(V.T @ self._V)
-            return np.ascontiguousarray(V @ (U @ Wt))
+            return np.ascontiguousarray(V @ _procrustes(V.T @ self._V))
         return _align_signs(V, self._V)
 
     def _thresholds(self, V):
