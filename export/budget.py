@@ -82,6 +82,11 @@ ENTRY_KEYS = ("config", "flash_bytes", "ram_bytes", "cycles", "energy_nj", "clea
 # --------------------------------------------------------------------------
 # faults
 # --------------------------------------------------------------------------
+#: Widest certified accuracy interval of the single-upset table (``seu``)
+#: taken as a prediction (its midpoint); wider, the entry is simulated only.
+UPSET_MAX_WIDTH = 0.01
+
+
 def make_budget_fault(name, eps, params=None):
     """The fault model a search uses: ``name`` at rate ``eps``.
 
@@ -450,6 +455,12 @@ def _predict(device, X, y, fault, site):
     site = device.default_site if site is None else site
     if fault.target in ("image", "mixed"):
         a = analytic_upsets(device, X, fault, y)
+        lo_hi = a.get("accuracy_interval")
+        if a.get("available") and lo_hi is not None and lo_hi[1] - lo_hi[0] > UPSET_MAX_WIDTH:
+            return None, (f"upsets: two or more per image with probability "
+                          f"{a.get('p_more_than_one_upset', lo_hi[1] - lo_hi[0]):.3g}, so the "
+                          f"certified interval [{lo_hi[0]:.4f}, {lo_hi[1]:.4f}] is wider than "
+                          f"{UPSET_MAX_WIDTH} (simulated only)")
     elif isinstance(device, ProtectedNBDevice):
         a = analytic_protected_nb(device, X, fault, y, site=site)
     elif isinstance(device, ECOCDevice):

@@ -268,3 +268,32 @@ def test_cli_smoke(tmp_path, capsys):
     d = json.loads(out.read_text())
     assert d["pareto"][d["recommended"]]["config"]["kind"] in ("protected_nb", "ecoc")
     assert d["search"]["memory_source"] == "profile"
+
+
+# --------------------------------------------------------------------------
+# the other fault models: predictions where a closed form holds, else simulated
+# --------------------------------------------------------------------------
+FAULT_SPACE = SearchSpace(kinds=("protected_nb", "ecoc"), nb_rates=(0, 1), nb_plans=("uniform",),
+                          designs=("one_vs_all",), learners=("linear",))
+
+
+@pytest.mark.parametrize("fault, eps, predicted", [
+    ("burst", 0.05, False),          # correlated copies: no closed form, simulated
+    ("stuck", 0.05, True),           # independent wrong lines: exact
+    ("seu", 0.05, False),            # many upsets per image: the bound is too wide
+    ("seu", 1e-6, True),             # rare upsets: single-upset table, narrow interval
+])
+def test_other_faults_predict_where_a_closed_form_holds(fault, eps, predicted):
+    res = search("house_votes", "cortex-m4", eps, fault=fault, space=FAULT_SPACE,
+                 sim_samples=4000, seed=0)
+    assert len(res.entries) == 3 and res.pareto
+    for e in res.entries:
+        assert (e["predicted_accuracy"] is not None) == predicted, (e["label"],
+                                                                   e["predicted_method"])
+        if not predicted:
+            assert e["simulated_accuracy"] is not None
+            assert e["accuracy_under_noise"] == e["simulated_accuracy"]
+    for e in res.pareto:
+        if e["predicted_accuracy"] is not None and e["simulated_ci"] is not None:
+            lo, hi = e["simulated_ci"]
+            assert lo - 1e-9 <= e["predicted_accuracy"] <= hi + 1e-9, e["label"]
