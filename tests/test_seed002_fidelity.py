@@ -22,7 +22,8 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from edgecode.hashing import SSBC, FrequentDirections, SpectralHashing, spectral_modes
+from edgecode.hashing import (SSBC, FrequentDirections, SpectralHashing, gaussian_affinity,
+                              spectral_modes)
 from edgecode.hashing.codes import pack_bits
 from edgecode.hashing.sketch import _RowSketch
 
@@ -244,14 +245,12 @@ def test_uniform_landmarks_are_a_uniform_sample_of_the_first_batch(digits):
     assert all(tuple(a) in first for a in r.anchors_)
     assert not all(tuple(a) in first for a in h.anchors_)
     # S_train's rows enter the sketch first, then the others in stream order
-    W = gaussian = __import__("edgecode.hashing", fromlist=["gaussian_affinity"]) \
-        .gaussian_affinity(X, h.anchors_, h.sigma_)
+    W = gaussian_affinity(X, h.anchors_, h.sigma_)
     rest = np.delete(np.arange(900), idx)
     fd = FrequentDirections(16)
     fd.partial_fit(W[idx])
     fd.partial_fit(W[rest])
     assert_allclose(h.sketch_, fd.sketch_, rtol=1e-7, atol=1e-7)
-    del gaussian
     # later batches keep the anchors
     h2 = SSBC(8, 40, 16, landmarks="uniform", random_state=5)
     h2.partial_fit(X[:600])

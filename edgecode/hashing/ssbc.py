@@ -170,8 +170,8 @@ class SSBC(BinaryHasher):
         unbalanced (the top singular vector of positive rows has one sign).
     rotation : None or "itq", default=None
         Our extension: centre the k-dim embedding, scale each dimension to
-        unit variance, then rotate it with ITQ, both learned on the embeddings of a uniform reservoir sample of
-        ``n_anchors`` stream points (kept only when rotation is asked;
+        unit variance, then rotate it with ITQ, both learned on the
+        embeddings of a uniform reservoir sample of ``n_anchors`` stream points (kept only when rotation is asked;
         O(m d) memory; streaming mode only).
     n_iter : int, default=50
         ITQ iterations.
@@ -368,8 +368,9 @@ class SSBC(BinaryHasher):
         minimising ``||V_new Q - V_old||_F``), so each bit keeps its meaning
         while the subspace tracks the stream; the codes then use this basis of
         the top-k subspace rather than the singular vectors themselves.
-        Streaming mode, and online mode with sign ``alignment`` (default with
-        the paper's ``update="every_point"``), keep the singular-value order and fix signs only
+        Streaming mode, and online mode with sign ``alignment`` (default
+        with the paper's ``update="every_point"``), keep the singular-value
+        order and fix signs only
         (each column agrees in sign with the previous V_k; the first V_k:
         largest-magnitude entry of each column positive).
         """
