@@ -458,28 +458,33 @@ class SSBC(BinaryHasher):
                 first = nw - take        # warm-up rows from earlier calls are not re-emitted
                 codes[:take] = (W[first:] @ self._V) > self._thresholds(self._V)
             i = take
-        if rows is not None:
-            Xs, pos = X[rows], base + rows
+        if rows is None:
+            rows = np.arange(i, n)
+            Xs = X[i:]                   # a view; uniform landmarks take rows per block
         else:
-            Xs, pos = X[i:], base + np.arange(i, n)
+            Xs = None
         cs = None
         if want_codes:
-            cs = codes[i:] if rows is None else np.empty((Xs.shape[0], self.n_bits), bool)
-        self._stream_rows(Xs, pos, cs)
+            cs = codes[i:] if Xs is not None else np.empty((rows.shape[0], self.n_bits), bool)
+        self._stream_rows(X if Xs is None else Xs, base + rows, cs,
+                          None if Xs is not None else rows)
         if rows is not None and want_codes:
             codes[rows] = cs
         return codes, 0
 
-    def _stream_rows(self, X, pos, codes):
-        """Sketch the rows of X (warm-up over; stream positions ``pos``); fill
-        ``codes`` (or None) with their online codes."""
-        n = X.shape[0]
+    def _stream_rows(self, X, pos, codes, rows=None):
+        """Sketch the rows of X (or X[rows], gathered block by block; warm-up
+        over; stream positions ``pos``); fill ``codes`` (or None) with their
+        online codes."""
+        n = X.shape[0] if rows is None else rows.shape[0]
         want_codes = codes is not None
         pending = [0]                    # rows of X from pending[0] on are not yet coded
         online = want_codes or self.mode == "online"
         every = self.update == "every_point"
         for s in range(0, n, HASHING_BLOCK_ROWS):
-            W = gaussian_affinity(X[s:s + HASHING_BLOCK_ROWS], self.anchors_, self.sigma_)
+            blk = (X[s:s + HASHING_BLOCK_ROWS] if rows is None
+                   else X[rows[s:s + HASHING_BLOCK_ROWS]])
+            W = gaussian_affinity(blk, self.anchors_, self.sigma_)
             self._store(W, pos[s:s + HASHING_BLOCK_ROWS])
             if not online:
                 self._wsum += W.sum(axis=0)
