@@ -589,10 +589,16 @@ class SSBC(BinaryHasher):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit_transform(self, X, y=None):
-        """Feed a batch and return its online codes (each row coded with the V_k
-        current when it arrived; rows arriving during the warm-up are coded
-        with the model at the end of the call that ends the warm-up, or of
-        this call if the warm-up goes on)."""
+        """Feed a batch and return its online codes, in the batch's row order.
+
+        Each row is coded with the V_k current when it arrived (with
+        ``update="every_point"``: the V_k of the SVD that includes it).  Rows
+        arriving during the reservoir warm-up are coded with the V_k at the
+        end of the warm-up (or, if it goes on, with this call's provisional
+        model); with ``landmarks="uniform"`` the anchors' own rows (S_train)
+        are coded with the V_k after they are sketched, before the other rows
+        of the first batch are streamed.
+        """
         return format_codes(self._partial(X, want_codes=True), self.output)
 
     def fit_transform(self, X, y=None, **fit_params):
