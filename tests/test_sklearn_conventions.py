@@ -37,7 +37,7 @@ import edgecode.hashing._base as hashing_base
 from edgecode.ecoc import annealed, make_code
 from edgecode.ecoc.classifier import ECOCClassifier, check_code_matrix
 from edgecode.hashing import (ITQ, SSBC, FrequentDirections, PCASign, SignRandomProjection,
-                              auto_sigma)
+                              SpectralHashing, auto_sigma)
 from edgecode.naive_bayes import BinaryNaiveBayes
 
 
@@ -339,6 +339,7 @@ def test_memory_limit_is_the_estimate(monkeypatch, design, c, n, nbytes):
     (lambda: SignRandomProjection(10 ** 9), (50, 4), "a 4 x 1000000000 projection"),
     (lambda: PCASign(2), (3, 30000), "30000 x 30000 scatter matrix"),
     (lambda: ITQ(2), (3, 30000), "30000 x 30000 scatter matrix"),
+    (lambda: SpectralHashing(2), (3, 30000), "30000 x 30000 scatter matrix"),
 ])
 def test_hashers_refuse_huge_state_at_fit(make, fit_shape, match):
     X = np.zeros(fit_shape)
@@ -360,6 +361,7 @@ _HASHERS = [
     (lambda o: SignRandomProjection(12, output=o, random_state=0), "signrandomprojection"),
     (lambda o: PCASign(5, output=o), "pcasign"),
     (lambda o: ITQ(5, output=o, random_state=0), "itq"),
+    (lambda o: SpectralHashing(12, output=o, random_state=0), "spectralhashing"),
 ]
 
 
