@@ -39,6 +39,8 @@ def test_hash_csv_with_split_and_baseline(tmp_path, capsys):
     _run(["hash", str(path), "--method", "itq", "--bits", "4"])
     text = capsys.readouterr().out
     assert "itq 4 bits on 90 database / 30 query" in text
+    _run(["hash", str(path), "--method", "sh", "--bits", "6"])      # spectral hashing
+    assert "sh 6 bits on 90 database / 30 query" in capsys.readouterr().out
     with pytest.raises(ValueError, match="no device export"):
         _run(["hash", str(path), "--method", "lsh", "--bits", "4", "--out",
               str(tmp_path / "x.edgc")])

@@ -13,7 +13,7 @@ from ._args import UsageError, positive_int
 
 __all__ = ["run_hash", "run_demo_stage", "register", "load_points"]
 
-METHODS = ("ssbc", "ssbc-center", "ssbc-itq", "lsh", "pca-sign", "itq")
+METHODS = ("ssbc", "ssbc-center", "ssbc-itq", "lsh", "pca-sign", "itq", "sh")
 
 
 def load_points(source):
@@ -46,7 +46,7 @@ def load_points(source):
 
 
 def _make(method, bits, anchors, sketch, sigma, sigma_scale, mode, seed):
-    from edgecode.hashing import ITQ, SSBC, PCASign, SignRandomProjection
+    from edgecode.hashing import ITQ, SSBC, PCASign, SignRandomProjection, SpectralHashing
     if method.startswith("ssbc"):
         return SSBC(bits, anchors, sketch, sigma=sigma, sigma_scale=sigma_scale, mode=mode,
                     center=method == "ssbc-center", rotation="itq" if method == "ssbc-itq"
@@ -57,6 +57,8 @@ def _make(method, bits, anchors, sketch, sigma, sigma_scale, mode, seed):
         return PCASign(bits)
     if method == "itq":
         return ITQ(bits, random_state=seed)
+    if method == "sh":
+        return SpectralHashing(bits, random_state=seed)
     raise ValueError(f"method must be one of {METHODS}; got {method!r}")
 
 
@@ -183,7 +185,8 @@ def register(sub):
     p.add_argument("--method", default="ssbc-center", choices=METHODS,
                    help="ssbc (streaming spectral binary codes), ssbc-center (on centred "
                    "data), ssbc-itq (with an ITQ rotation), or a baseline: lsh (sign random "
-                   "projections), pca-sign, itq; only SSBC exports")
+                   "projections), pca-sign, itq, sh (spectral hashing, Weiss et al. 2008); only SSBC "
+                   "exports")
     p.add_argument("--bits", type=positive_int, default=32, help="code length in bits")
     p.add_argument("--anchors", type=positive_int, default=256, help="SSBC anchors m")
     p.add_argument("--sketch", type=positive_int, default=64,
