@@ -183,7 +183,8 @@ def text(args):
     codes, note = text_codes(c)
     print(f"# machine: {machine()}")
     print(f"# {name}: {len(y)} documents, {c} classes, {args.splits} random stratified 70/30 "
-          f"splits, vocabulary {args.max_features}, learner {kind}; {note}")
+          f"splits (seeds {args.first_split}..{args.first_split + args.splits - 1}), "
+          f"vocabulary {args.max_features}, learner {kind}; {note}")
     print("# codes: " + ", ".join(
         f"{k} {M.shape[1]} cols d_r {row_distance(M):g} mean/std "
         f"{distance_stats(M)[1]:.2f}/{distance_stats(M)[2]:.2f}" for k, M in codes.items()))
@@ -203,7 +204,7 @@ def text(args):
     print("dataset;table;code;learner;selection;K;width;d_r;acc_mean;acc_std;acc_var;seconds")
     accs = {cfg: [] for cfg in configs}
     secs = {cfg: 0.0 for cfg in configs}
-    for s in range(args.splits):
+    for s in range(args.first_split, args.first_split + args.splits):
         tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=s)
         vec = CountVectorizer(binary=True, stop_words="english", min_df=3,
                               max_features=args.max_features, dtype=np.float64)
@@ -227,6 +228,7 @@ def text(args):
         sel, kk = ("-", "-") if fs is None else (fs[0], f"{fs[1]:.0%}")
         print(f"{name};{args.table};{code};{kind};{sel};{kk};{width};{dr};{np.mean(a):.4f};"
               f"{np.std(a):.4f};{np.var(a):.2e};{secs[cfg]:.1f}", flush=True)
+        print("# per split: " + " ".join(f"{v:.4f}" for v in a))
 
 
 def main():
@@ -245,6 +247,8 @@ def main():
                    help="table 3: fractions of the vocabulary kept per dichotomizer")
     t.add_argument("--measures", default="chi2,delta,ig", help="table 3: comma list")
     t.add_argument("--splits", type=int, default=10)
+    t.add_argument("--first-split", type=int, default=0,
+                   help="seed of the first split (run a protocol in chunks)")
     t.add_argument("--max-features", type=int, default=5000)
     t.add_argument("--max-docs", type=int, default=0, help="stratified subsample (0: all)")
     args = ap.parse_args()
