@@ -7,6 +7,9 @@ Usage::
         [--methods det_paper,det_adaptive,rand_paper] [--max-rows R] [--peers]
     python benchmarks/ecoc_seed001.py orientation [--no-aloi]   # equal rows / distances, paper's grid
     python benchmarks/ecoc_seed001.py composite       # the composite-N failure (N = 4, k = 2)
+    python benchmarks/ecoc_seed001.py table LOG [LOG ...] [--status TEXT]
+        # merge the output of several ``accuracy`` runs (split by --Ns or --lengths) into the
+        # results_seed001.md tables: bold best cell, means, head to head, OneVsRest
 
 Data: ``../shared/datasets/{pendigits,usps,vowel,soybean,optdigits,glass,ecoli}``
 (set ``EDGECODE_SHARED_DATA`` to move it).  As the paper: **stratified
@@ -41,8 +44,11 @@ Methods (one code per (N, n), shared by all folds):
 * ``rand_abs``      -- appendix: best of 1000 plain draws by d_T under the
   absolute-value distance sum |a - b| (the seed's formula (7)).
 
-Prints ``dataset;learner;N;n;method;acc_mean;acc_std;d_r;d_T;seconds`` and,
-at the end, a markdown table per learner.
+Prints ``dataset;learner;N;n;method;acc_mean;acc_std;d_r;d_T;seconds``, the
+wall time, and at the end a markdown table per learner.  ``table`` reads
+such outputs back (several runs of one grid may be merged; a cell measured
+twice keeps the last log's value) and prints the tables of
+``results_seed001.md``.
 """
 
 import argparse
@@ -125,6 +131,7 @@ def make_method(method, c, n, N):
 
 
 def cmd_accuracy(args):
+    t_start = time.perf_counter()
     print(f"# machine: {machine()}")
     print("dataset;learner;N;n;method;acc_mean;acc_std;d_r;d_T;seconds")
     results = []
@@ -176,6 +183,7 @@ def cmd_accuracy(args):
                         res = evaluate(lambda: ECOCClassifier(learner(kind, categorical),
                                                               code=M))
                         emit(N, n, method, res, M)
+    print(f"# wall time {(time.perf_counter() - t_start) / 60:.1f} min")
     markdown(results, args.methods.split(","))
 
 
@@ -201,6 +209,107 @@ def markdown(results, methods):
         peer = [r for r in rows if r[4] == "OneVsRest"]
         if peer:
             print(f"\nOneVsRest: {peer[0][5]:.3f}±{peer[0][6]:.3f}")
+
+
+def read_logs(paths):
+    """Cells, header notes and wall times of ``accuracy`` outputs.
+
+    Returns ``(cells, notes, walls)``: ``cells[(dataset, learner)][(n, N, method)] =
+    (mean, std, d_r, d_T, seconds)`` (``N = "-"`` for OneVsRest), ``notes[(dataset,
+    learner)]`` the run's ``# dataset: ...`` header line and ``walls[(dataset, learner)]``
+    the summed wall times (minutes) of the logs that hold that grid, or the summed cell
+    times when a log has no wall-time line (an interrupted run).
+    """
+    cells, notes, walls, machines = {}, {}, {}, set()
+    for path in paths:
+        keys, wall, secs = set(), None, 0.0
+        with open(path) as fh:
+            for line in fh:
+                line = line.strip()
+                if line.startswith("# machine: "):
+                    machines.add(line[len("# machine: "):])
+                elif line.startswith("# wall time "):
+                    wall = float(line.split()[3])
+                elif line.startswith("# ") and ": c=" in line and ", learner " in line:
+                    name = line[2:].split(":")[0]
+                    notes[(name, line.rsplit(", learner ", 1)[1])] = line[2:]
+                elif line.count(";") == 9 and not line.startswith("dataset;"):
+                    name, kind, N, n, method, m, sd, dr, dT, sec = line.split(";")
+                    N = N if N == "-" else int(N)
+                    cells.setdefault((name, kind), {})[(int(n), N, method)] = (
+                        float(m), float(sd), dr, dT, float(sec))
+                    keys.add((name, kind))
+                    secs += float(sec)
+        for key in keys:
+            w = wall if wall is not None else secs / 60
+            walls[key] = walls.get(key, 0.0) + w
+    return cells, notes, walls, machines
+
+
+def cmd_table(args):
+    """Markdown tables of results_seed001.md from one or more ``accuracy`` logs."""
+    cells, notes, walls, machines = read_logs(args.logs)
+    methods = args.methods.split(",")
+    short = {m: LABELS.get(m, m).replace(" (ours)", "") if m == "det_adaptive"
+             else LABELS.get(m, m) for m in methods}
+    for key in sorted(cells):
+        name, kind = key
+        grid = cells[key]
+        print(f"\n### {name}, {kind}\n")
+        for mach in sorted(machines):
+            print(f"- machine: {mach}")
+        if key in notes:
+            print(f"- {notes[key]}")
+        print(f"- wall time {walls[key]:.1f} min (nice 19, shared machine)\n")
+        print("| n | N | " + " | ".join(LABELS.get(m, m) for m in methods)
+              + " | paper | status |")
+        print("|---|---|" + "---|" * (len(methods) + 2))
+        shown = {}
+        for n, N in sorted({(n, N) for n, N, _ in grid if N != "-"}):
+            vals = {m: grid.get((n, N, m)) for m in methods}
+            best = max((round(v[0], 3) for v in vals.values() if v), default=None)
+            out = []
+            for m in methods:
+                v = vals[m]
+                if v is None:
+                    out.append("-")
+                    continue
+                shown[(n, N, m)] = round(v[0], 3)
+                txt = f"{v[0]:.3f} ± {v[1]:.3f}"
+                txt = f"**{txt}**" if round(v[0], 3) == best else txt
+                out.append(f"{txt} ({v[2]}/{v[3]})")
+            print(f"| {n} | {N} | " + " | ".join(out) + f" | n/a | {args.status} |")
+        parts = []
+        for m in methods:
+            got = [v for (n, N, mm), v in grid.items() if mm == m and N != "-"]
+            if got:
+                parts.append(f"{LABELS.get(m, m)} {np.mean([g[0] for g in got]):.4f} "
+                             f"(mean d_r {np.mean([float(g[2]) for g in got]):.2f}, "
+                             f"mean d_T {np.mean([float(g[3]) for g in got]):.2f}; "
+                             f"{len(got)} cells)")
+        print("\nMean over the cells: " + "; ".join(parts))
+        common = sorted({(n, N) for n, N, _ in grid if N != "-"
+                         and all((n, N, m) in grid for m in methods)})
+        if len(common) < len({(n, N) for n, N, _ in grid if N != "-"}):
+            sub = "; ".join(
+                f"{LABELS.get(m, m)} {np.mean([grid[(n, N, m)][0] for n, N in common]):.4f}"
+                for m in methods)
+            print(f"\nMean over the {len(common)} cells every method has: {sub}")
+        peer = [v for (n, N, m), v in grid.items() if m == "OneVsRest"]
+        if peer:
+            print(f"\nOneVsRestClassifier (same learner, same folds): "
+                  f"{peer[0][0]:.3f} ± {peer[0][1]:.3f}")
+        h2h = []
+        ref = methods[-1]
+        for m in methods[:-1]:
+            pairs = [(shown[(n, N, m)], shown[(n, N, ref)]) for n, N in common]
+            eq = sum(a == b for a, b in pairs)
+            win = sum(a > b for a, b in pairs)
+            lose = sum(a < b for a, b in pairs)
+            h2h += [(f"{short[m]} = {short[ref]}", eq), (f"{short[m]} > {short[ref]}", win),
+                    (f"{short[ref]} > {short[m]}", lose)]
+        h2h.sort()
+        print("\nHead to head: " + "; ".join(f"{k}: {v}" for k, v in h2h if v))
 
 
 #: The paper's datasets (Table I) by number of classes: Pendigits, Usps (10), Vowel (11),
@@ -294,9 +403,14 @@ def main():
     ori.add_argument("--Ns", default=",".join(map(str, NS)))
     ori.add_argument("--no-aloi", action="store_true", help="skip c = 1000")
     sub.add_parser("composite", help="composite N: M_2(4) loses the distance property")
+    tab = sub.add_parser("table", help="results_seed001.md tables from accuracy logs")
+    tab.add_argument("logs", nargs="+", help="stdout of one or more accuracy runs")
+    tab.add_argument("--methods", default="det_paper,det_adaptive,rand_paper",
+                     help="columns; the last one is the reference of the head to head")
+    tab.add_argument("--status", default="faithful", help="text of the status column")
     args = ap.parse_args()
     {"accuracy": cmd_accuracy, "orientation": cmd_orientation,
-     "composite": cmd_composite}[args.cmd](args)
+     "composite": cmd_composite, "table": cmd_table}[args.cmd](args)
 
 
 if __name__ == "__main__":
