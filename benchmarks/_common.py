@@ -29,6 +29,30 @@ def shared_csv(name):
     return rows[0], rows[1:]
 
 
+#: The text corpora of ``../shared/datasets`` (one or several gzip CSVs each).
+TEXT_SETS = {"reuters_r8": ["reuters_r8.csv.gz"],
+             "20newsgroups": ["20newsgroups_train.csv.gz", "20newsgroups_test.csv.gz"]}
+
+
+def shared_text(name):
+    """(documents as an object array, class indices) of a text corpus (:data:`TEXT_SETS`)."""
+    csv.field_size_limit(2**31 - 1)
+    text, label = [], []
+    for part in TEXT_SETS[name]:
+        path = SHARED / part
+        if not path.exists():
+            raise SystemExit(f"benchmark data {path} not found; set EDGECODE_SHARED_DATA")
+        with gzip.open(path, "rt", newline="") as fh:
+            r = csv.reader(fh)
+            header = next(r)
+            ti, ci = header.index("text"), header.index("class")
+            for row in r:
+                text.append(row[ti])
+                label.append(row[ci])
+    _, y = np.unique(label, return_inverse=True)
+    return np.array(text, dtype=object), y
+
+
 def median_time(fn, repeats=5, warmup=1):
     """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
     for _ in range(warmup):

@@ -28,8 +28,6 @@ with NB and SVM dichotomizers); see ``results_seed003.md``.
 """
 
 import argparse
-import gzip
-import csv
 import sys
 import time
 
@@ -39,28 +37,15 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.svm import LinearSVC
 
-from _common import SHARED, machine
+from _common import machine, shared_text
 
 from edgecode.ecoc import make_code, row_distance
 from edgecode.ecoc.classifier import ECOCClassifier
 
-csv.field_size_limit(2**31 - 1)
 
 
 def read(name):
-    parts = {"reuters_r8": ["reuters_r8.csv.gz"],
-             "20newsgroups": ["20newsgroups_train.csv.gz", "20newsgroups_test.csv.gz"]}[name]
-    text, label = [], []
-    for p in parts:
-        with gzip.open(SHARED / p, "rt", newline="") as fh:
-            r = csv.reader(fh)
-            header = next(r)
-            ti, ci = header.index("text"), header.index("class")
-            for row in r:
-                text.append(row[ti])
-                label.append(row[ci])
-    _, y = np.unique(label, return_inverse=True)
-    return np.array(text, dtype=object), y
+    return shared_text(name)
 
 
 def learner(kind):

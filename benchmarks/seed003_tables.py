@@ -40,19 +40,16 @@ acc_var;seconds`` (over the splits; seconds = fit + predict summed).
 """
 
 import argparse
-import csv
-import gzip
 import sys
 import time
 import warnings
 
 import numpy as np
 
-from _common import SHARED, machine
+from _common import machine, shared_text
 
 from edgecode.ecoc import annealed, code_energy, distance_stats, make_code, row_distance
 
-csv.field_size_limit(2**31 - 1)
 
 # --------------------------------------------------------------------------- distances
 
@@ -131,22 +128,7 @@ def distances(args):
 
 
 def read(name):
-    parts = {"reuters_r8": ["reuters_r8.csv.gz"],
-             "20newsgroups": ["20newsgroups_train.csv.gz", "20newsgroups_test.csv.gz"]}[name]
-    text, label = [], []
-    for p in parts:
-        path = SHARED / p
-        if not path.exists():
-            raise SystemExit(f"benchmark data {path} not found; set EDGECODE_SHARED_DATA")
-        with gzip.open(path, "rt", newline="") as fh:
-            r = csv.reader(fh)
-            header = next(r)
-            ti, ci = header.index("text"), header.index("class")
-            for row in r:
-                text.append(row[ti])
-                label.append(row[ci])
-    _, y = np.unique(label, return_inverse=True)
-    return np.array(text, dtype=object), y
+    return shared_text(name)
 
 
 def learner(kind):

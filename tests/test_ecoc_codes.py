@@ -583,3 +583,9 @@ def test_plain_random_errors():
         nary_random(4, 3, screen=False, n_draws=3, criterion="mean")
     with pytest.raises(ValueError, match="p_unused must be in"):
         sparse_random(4, 3, screen=False, p_unused=1.5)
+
+
+def test_make_code_returns_a_matrix_only():
+    with pytest.raises(TypeError, match="return_info=True"):
+        make_code("annealed", 10, 12, random_state=0, return_info=True)
+    assert make_code("annealed", 10, 12, random_state=0, return_info=False).shape == (10, 12)

@@ -799,6 +799,9 @@ def make_code(design, n_classes, n_columns=None, N=2, random_state=None, **optio
                                                       "random_state")]
             raise TypeError(f"design {design!r} takes no option {name!r}; its options: "
                             f"{', '.join(allowed) or 'none'}")
+    if options.get("return_info"):
+        raise TypeError("make_code returns the matrix only; call annealed(..., "
+                        "return_info=True) for the annealing record")
     kwargs = dict(options)
     if takes_N:
         kwargs["N"] = N
