@@ -24,17 +24,19 @@ Sylvester construction, P1-P4, best-of-1000 random baseline).  Seed 003,
 simulated annealing of the coding matrix with an electrostatic energy.
 """
 
-from .annealing import annealed, code_energy
+from .annealing import SCHEDULES, annealed, code_energy
 from .classifier import ECOCClassifier
 from .codes import (DESIGNS, bch, dense_random, exhaustive, hadamard, make_code, nary,
                     nary_random, one_vs_all, one_vs_one, sparse_random)
 from .decoding_exact import codeword_decoding_probabilities, decoding_probabilities
-from .quality import (CodeProperties, check_properties, column_distance, distance_stats,
-                      pairwise_distances, row_distance, total_distance)
+from .quality import (METRICS, CodeProperties, check_properties, column_distance,
+                      distance_stats, pairwise_distances, row_distance, total_distance)
+from .sylvester import ORIENTATIONS
 
 __all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "dense_random",
            "sparse_random", "hadamard", "nary", "nary_random", "bch", "annealed",
            "code_energy", "row_distance", "column_distance", "total_distance",
            "pairwise_distances", "distance_stats", "check_properties", "CodeProperties",
-           "ECOCClassifier", "decoding_probabilities", "codeword_decoding_probabilities"]
+           "ECOCClassifier", "decoding_probabilities", "codeword_decoding_probabilities",
+           "ORIENTATIONS", "METRICS", "SCHEDULES"]
 
