@@ -34,8 +34,10 @@ TEXT_SETS = {"reuters_r8": ["reuters_r8.csv.gz"],
              "20newsgroups": ["20newsgroups_train.csv.gz", "20newsgroups_test.csv.gz"]}
 
 
-def shared_text(name):
-    """(documents as an object array, class indices) of a text corpus (:data:`TEXT_SETS`)."""
+def shared_text(name, max_docs=None):
+    """(documents as an object array, class indices) of a text corpus
+    (:data:`TEXT_SETS`); with ``max_docs``, a stratified subsample of that many
+    documents (seed 0)."""
     csv.field_size_limit(2**31 - 1)
     text, label = [], []
     for part in TEXT_SETS[name]:
@@ -50,7 +52,13 @@ def shared_text(name):
                 text.append(row[ti])
                 label.append(row[ci])
     _, y = np.unique(label, return_inverse=True)
-    return np.array(text, dtype=object), y
+    text = np.array(text, dtype=object)
+    if max_docs and len(y) > max_docs:
+        from sklearn.model_selection import train_test_split
+        keep, _ = train_test_split(np.arange(len(y)), train_size=max_docs, stratify=y,
+                                   random_state=0)
+        text, y = text[keep], y[keep]
+    return text, y
 
 
 def median_time(fn, repeats=5, warmup=1):

@@ -44,10 +44,6 @@ from edgecode.ecoc.classifier import ECOCClassifier
 
 
 
-def read(name):
-    return shared_text(name)
-
-
 def learner(kind):
     return MultinomialNB() if kind == "NB" else LinearSVC(random_state=0)
 
@@ -64,11 +60,7 @@ def main():
     print(f"# machine: {machine()}")
     print("dataset;method;learner;selection;K;acc_mean;acc_std;d_r;seconds")
     for name in args.datasets.split(","):
-        text, y = read(name)
-        if args.max_docs and len(y) > args.max_docs:
-            keep, _ = train_test_split(np.arange(len(y)), train_size=args.max_docs, stratify=y,
-                                       random_state=0)
-            text, y = text[keep], y[keep]
+        text, y = shared_text(name, args.max_docs)
         c = int(y.max()) + 1
         codes = {"annealed": make_code("annealed", c, 63, random_state=0),
                  "dense_random": make_code("dense_random", c, 63, random_state=0),

@@ -127,10 +127,6 @@ def distances(args):
 # --------------------------------------------------------------------------- text
 
 
-def read(name):
-    return shared_text(name)
-
-
 def learner(kind):
     from sklearn.naive_bayes import MultinomialNB
     from sklearn.svm import LinearSVC
@@ -156,11 +152,7 @@ def text(args):
 
     warnings.filterwarnings("ignore")      # liblinear convergence, degenerate RA columns
     name, kind = args.dataset, args.learner.upper()
-    text_, y = read(name)
-    if args.max_docs and len(y) > args.max_docs:
-        keep, _ = train_test_split(np.arange(len(y)), train_size=args.max_docs, stratify=y,
-                                   random_state=0)
-        text_, y = text_[keep], y[keep]
+    text_, y = shared_text(name, args.max_docs)
     c = int(y.max()) + 1
     codes, note = text_codes(c)
     print(f"# machine: {machine()}")

@@ -12,7 +12,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
-__all__ = ["n_threads", "run_ranges", "seed_sequence"]
+__all__ = ["n_threads", "run_ranges", "run_seeded_batches", "seed_sequence"]
 
 
 def _cpus():
@@ -75,3 +75,27 @@ def run_ranges(work, first, stop, threads):
     with ThreadPoolExecutor(max_workers=k, thread_name_prefix="firmware_sim") as pool:
         futures = [pool.submit(work, a, b) for a, b in ranges]
         return [f.result() for f in futures]
+
+
+def run_seeded_batches(run, batches, seeds, t, n_jobs=None):
+    """Run ``run(start, nrows, default_rng(seeds[i]), same, correct)`` for every
+    ``batches[i] = (start, nrows)``; the sums of the per-point int64 counts
+    ``(same, correct)``, each of length ``t``. Threads (``n_jobs``) take
+    contiguous ranges of batches, each with its own counters: integer sums,
+    so the result does not depend on them."""
+    import numpy as np
+
+    def work(a, b):
+        same = np.zeros(t, np.int64)
+        correct = np.zeros(t, np.int64)
+        for i in range(a, b):
+            start, nrows = batches[i]
+            run(start, nrows, np.random.default_rng(seeds[i]), same, correct)
+        return same, correct
+
+    same = np.zeros(t, np.int64)
+    correct = np.zeros(t, np.int64)
+    for s, c in run_ranges(work, 0, len(batches), n_threads(n_jobs)):
+        same += s
+        correct += c
+    return same, correct

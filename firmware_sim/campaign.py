@@ -58,7 +58,7 @@ from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
-from ._parallel import n_threads, run_ranges, seed_sequence
+from ._parallel import run_seeded_batches, seed_sequence
 from .artifact import ContainerError
 from .channel import _BLOCK_BITS
 from .device import SITES, load
@@ -528,14 +528,9 @@ def _plain_bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site
 def _seeded_batches(run, tx, y, seed, n_trials, n_jobs):
     t, width = tx.shape
     batches = list(_batches(t, n_trials, width))
-    seeds = _as_seed(seed).spawn(len(batches))
-    same, correct = _run_batches(run, batches, seeds, t, n_jobs)
+    seeds = seed_sequence(seed).spawn(len(batches))
+    same, correct = run_seeded_batches(run, batches, seeds, t, n_jobs)
     return same, (None if y is None else correct)
-
-
-def _as_seed(seed):
-    """A ``SeedSequence`` (see :func:`firmware_sim._parallel.seed_sequence`)."""
-    return seed_sequence(seed)
 
 
 def _batch_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
@@ -550,27 +545,6 @@ def _batch_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
                 return _ecoc_additive_runner(device, tx, clean, y, fault, n_trials)
             return _symbol_runner(device, tx, clean, y, fault, n_trials, n_sym)
     return _plain_runner(device, tx, clean, y, fault, n_trials, n_sym, site)
-
-
-def _run_batches(run, batches, seeds, t, n_jobs=None):
-    """Run ``batches[i]`` with ``default_rng(seeds[i])``; sums of the per-point
-    counts. Threads (``n_jobs``) take contiguous ranges of batches, each with
-    its own counters: integer sums, so the result does not depend on them."""
-    def work(a, b):
-        same = np.zeros(t, np.int64)
-        correct = np.zeros(t, np.int64)
-        for i in range(a, b):
-            start, nrows = batches[i]
-            run(start, nrows, np.random.default_rng(seeds[i]), same, correct)
-        return same, correct
-
-    parts = run_ranges(work, 0, len(batches), n_threads(n_jobs))
-    same = np.zeros(t, np.int64)
-    correct = np.zeros(t, np.int64)
-    for s, c in parts:
-        same += s
-        correct += c
-    return same, correct
 
 
 def _plain_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
@@ -778,7 +752,7 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
     fault._check_width(stream.shape[1])
     if y is not None:
         y = _labels(_check_labels(y), t, "y")
-    same, correct = _bits_point(device, stream, clean, y, fault, _as_seed(random_state),
+    same, correct = _bits_point(device, stream, clean, y, fault, seed_sequence(random_state),
                                 n_trials, n_sym, site, n_jobs)
     eps_bits = np.full(stream.shape[1], fault.eps) if isinstance(fault.eps, float) \
         else np.array(fault.eps, np.float64)

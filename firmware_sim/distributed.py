@@ -64,6 +64,7 @@ def _prepare(payload):
 def _chunk(payload, fault, entropy, spawn_key, first, stop):
     """Counts of batches [first, stop) of one grid value (a Dask task)."""
     from . import campaign as c
+    from ._parallel import run_seeded_batches
 
     device, clean, stream, n_sym = _prepare(payload)
     run = c._batch_runner(device, stream, clean, payload["y"], fault, payload["n_trials"],
@@ -71,7 +72,7 @@ def _chunk(payload, fault, entropy, spawn_key, first, stop):
     t, width = stream.shape
     batches = list(c._batches(t, payload["n_trials"], width))
     seeds = np.random.SeedSequence(entropy, spawn_key=spawn_key).spawn(len(batches))
-    return c._run_batches(run, batches[first:stop], seeds[first:stop], t, n_jobs=1)
+    return run_seeded_batches(run, batches[first:stop], seeds[first:stop], t, n_jobs=1)
 
 
 def scatter_payload(client, device, X, y, n_trials, site):

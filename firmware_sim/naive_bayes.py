@@ -34,7 +34,7 @@ import numpy as np
 from . import accounting
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._validation import check_protected_nb
-from ._parallel import n_threads, run_ranges, seed_sequence
+from ._parallel import run_seeded_batches, seed_sequence
 from .device import Device, Inference, SimulationResult, register_kind
 from .artifact import Container, ContainerError, read_container, write_container
 from .channel import _flip_inplace, check_bits, check_channel_eps
@@ -517,42 +517,29 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
         y = check_bits(y, name="y", ndim=1).astype(np.int64)
         if y.shape[0] != t:
             raise ValueError(f"y must have shape ({t},), one label per row of X; got {y.shape}")
-    root = seed_sequence(random_state)
-    threads = n_threads(n_jobs)
-
     clean = device.predict(X)
     tx = device.transmit(X)
     nbits = device.total_bits
     rows_total = t * n_trials
     step = max(1, _BATCH_BITS // nbits)
-    starts = range(0, rows_total, step)
-    seeds = root.spawn(len(starts))
+    batches = [(start, min(step, rows_total - start)) for start in range(0, rows_total, step)]
+    seeds = seed_sequence(random_state).spawn(len(batches))
     reps, w, bias = device._reps, device._w, device.bias
 
-    def work(a, b):
-        same = np.zeros(t, dtype=np.int64)
-        correct = np.zeros(t, dtype=np.int64) if y is not None else None
-        acc = np.empty(min(step, rows_total), dtype=np.int64)
-        for i in range(a, b):
-            start = starts[i]
-            stop = min(start + step, rows_total)
-            point = np.arange(start, stop, dtype=np.int64) // n_trials
-            bits = tx.take(point, axis=0)
-            _flip_inplace(bits.reshape(-1), nbits, eps_bits, np.random.default_rng(seeds[i]))
-            acc_b = acc[:stop - start]
-            _decode_accumulate(bits, reps, w, bias, acc_b)
-            labels = (acc_b > 0).astype(np.int64)
-            same += np.bincount(point[labels == clean[point]], minlength=t)
-            if y is not None:
-                correct += np.bincount(point[labels == y[point]], minlength=t)
-        return same, correct
-
-    same = np.zeros(t, dtype=np.int64)
-    correct = np.zeros(t, dtype=np.int64) if y is not None else None
-    for s_part, c_part in run_ranges(work, 0, len(starts), threads):
-        same += s_part
+    def run(start, nrows, rng, same, correct):
+        point = np.arange(start, start + nrows, dtype=np.int64) // n_trials
+        bits = tx.take(point, axis=0)
+        _flip_inplace(bits.reshape(-1), nbits, eps_bits, rng)
+        acc = np.empty(nrows, dtype=np.int64)
+        _decode_accumulate(bits, reps, w, bias, acc)
+        labels = (acc > 0).astype(np.int64)
+        same += np.bincount(point[labels == clean[point]], minlength=t)
         if y is not None:
-            correct += c_part
+            correct += np.bincount(point[labels == y[point]], minlength=t)
+
+    same, correct = run_seeded_batches(run, batches, seeds, t, n_jobs)
+    if y is None:
+        correct = None
     if isinstance(eps_bits, float):
         eps_bits = np.full(nbits, eps_bits)
     eps_bits.flags.writeable = False

@@ -184,35 +184,34 @@ def test_demo_out_is_created_only_inside_an_existing_folder(tmp_path, capsys):
     assert not (tmp_path / "a").exists()
 
 
+def _imported_after(code, modules):
+    """Which of ``modules`` a fresh interpreter has imported after running ``code``."""
+    import subprocess
+    import sys
+    probe = (code + "\nimport sys\nprint(','.join(m for m in " + repr(tuple(modules))
+             + " if m in sys.modules))\n")
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
 def test_help_and_argument_errors_import_no_heavy_library():
     """`edgecode --help` and argparse errors answer without scikit-learn, numba,
     onnx or onnxruntime (they are imported by the commands that use them)."""
-    import subprocess
-    import sys
-    code = ("import sys\nimport export.cli as c\np = c._build_parser()\n"
-            "p.format_help()\n"
-            "[s.format_help() for s in p._subparsers._group_actions[0].choices.values()]\n"
-            "heavy = [m for m in ('sklearn', 'numba', 'onnx', 'onnxruntime', 'scipy') "
-            "if m in sys.modules]\nprint(','.join(heavy))\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parent.parent)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "", f"imported for --help: {res.stdout.strip()}"
+    code = ("import export.cli as c\np = c._build_parser()\np.format_help()\n"
+            "[s.format_help() for s in p._subparsers._group_actions[0].choices.values()]")
+    heavy = _imported_after(code, ("sklearn", "numba", "onnx", "onnxruntime", "scipy"))
+    assert heavy == "", f"imported for --help: {heavy}"
 
 
 def test_warmup_list_resolves_without_the_heavy_libraries():
     """The background warm-up of a cold demo resolves every listed kernel and
     signature importing only numpy, numba and kernel modules."""
-    import subprocess
-    import sys
-    code = ("import sys\nfrom export.cli._warmup import kernel_signatures\n"
-            "rows = kernel_signatures(bare_packages=True)\nassert len(rows) > 20, len(rows)\n"
-            "heavy = [m for m in ('sklearn', 'scipy.stats', 'onnx', 'onnxruntime') "
-            "if m in sys.modules]\nprint(','.join(heavy))\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).resolve().parent.parent)
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.strip() == "", f"imported by the warm-up: {res.stdout.strip()}"
+    code = ("from export.cli._warmup import kernel_signatures\n"
+            "rows = kernel_signatures(bare_packages=True)\nassert len(rows) > 20, len(rows)")
+    heavy = _imported_after(code, ("sklearn", "scipy.stats", "onnx", "onnxruntime"))
+    assert heavy == "", f"imported by the warm-up: {heavy}"
 
 
 def test_warmup_rows_are_checked():

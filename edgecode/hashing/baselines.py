@@ -28,9 +28,18 @@ class _Stats(BinaryHasher):
     _scatter = True
 
     def _forget(self):
-        for a in ("_count", "_sum", "_xtx", "_rng"):
+        for a in ("_count", "_sum", "_xtx", "_rng", "_reservoir"):
             if hasattr(self, a):
                 delattr(self, a)
+
+    def _sample(self, X, seen, first):
+        """Add X's rows to the reservoir of at most ``max_samples`` rows (a
+        uniform sample of every row seen; ``seen`` rows before X)."""
+        if first:
+            self._reservoir = np.empty((0, X.shape[1]))
+        self._reservoir = _reservoir_update(self._reservoir, X, seen, self.max_samples,
+                                            self._rng)
+        return self._reservoir
 
     def _accumulate(self, X):
         first = not hasattr(self, "_count")
@@ -192,22 +201,14 @@ class ITQ(_Stats):
         self.output = output
         self.random_state = random_state
 
-    def _forget(self):
-        super()._forget()
-        if hasattr(self, "_reservoir"):
-            del self._reservoir
-
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
         """Update the statistics and the reservoir, re-learn the rotation."""
         seen = getattr(self, "_count", 0)
         X, first = self._accumulate(X)
-        if first:
-            self._reservoir = np.empty((0, X.shape[1]))
-        self._reservoir = _reservoir_update(self._reservoir, X, seen, self.max_samples,
-                                            self._rng)
+        sample = self._sample(X, seen, first)
         comps, var = self._pca()
-        V = (self._reservoir - self.mean_) @ comps.T
+        V = (sample - self.mean_) @ comps.T
         R = itq_rotation(V, self.n_iter, self._rng, getattr(self, "rotation_", None)
                          if not first else None)
         self.components_ = comps

@@ -17,7 +17,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import check_state_bytes, n_output_columns
-from .baselines import _reservoir_update, _Stats
+from .baselines import _Stats
 
 __all__ = ["SpectralHashing", "spectral_modes"]
 
@@ -157,11 +157,6 @@ class SpectralHashing(_Stats):
         self.output = output
         self.random_state = random_state
 
-    def _forget(self):
-        super()._forget()
-        if hasattr(self, "_reservoir"):
-            del self._reservoir
-
     @property
     def _n_features_out(self):
         return n_output_columns(self.frequencies_.shape[0], self.output)
@@ -180,11 +175,9 @@ class SpectralHashing(_Stats):
             check_state_bytes("SpectralHashing", f"a reservoir of max_samples="
                               f"{self.max_samples} rows of {d} features",
                               8 * min(self.max_samples, 10 ** 12) * d)
-            self._reservoir = np.empty((0, d))
-        self._reservoir = _reservoir_update(self._reservoir, X, seen, self.max_samples,
-                                            self._rng)
+        sample = self._sample(X, seen, first)
         comps, var = self._pca(n_comp)
-        Z = (self._reservoir - self.mean_) @ comps.T
+        Z = (sample - self.mean_) @ comps.T
         lo, hi = Z.min(axis=0), Z.max(axis=0)
         width = hi - lo
         floor = 1e-12 * max(1.0, float(width.max()))
@@ -198,11 +191,13 @@ class SpectralHashing(_Stats):
         self.frequencies_ = freq
         return self
 
-    def _bits(self, X):
+    def _eigenfunctions(self, X):
         Z = (X - self.mean_) @ self.components_.T
         j = self.modes_[:, 0]
-        phase = (Z[:, j] - self.range_min_[j]) * self.frequencies_
-        return np.sin(np.pi / 2 + phase) > 0
+        return np.sin(np.pi / 2 + (Z[:, j] - self.range_min_[j]) * self.frequencies_)
+
+    def _bits(self, X):
+        return self._eigenfunctions(X) > 0
 
     def embed(self, X):
         """The eigenfunction values ``sin(pi/2 + omega_b (z_j - a_j))`` (N, n_bits)
@@ -210,6 +205,4 @@ class SpectralHashing(_Stats):
         from sklearn.utils.validation import check_is_fitted, validate_data
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        Z = (X - self.mean_) @ self.components_.T
-        j = self.modes_[:, 0]
-        return np.sin(np.pi / 2 + (Z[:, j] - self.range_min_[j]) * self.frequencies_)
+        return self._eigenfunctions(X)
