@@ -2,12 +2,16 @@
 with and without the background warm-up of the later stages' kernels, and the
 compile seconds per kernel (numba's compile events) of a cold in-process demo.
 
-Run:  python benchmarks/bench_first_use.py [--profile]
-Each run uses a fresh NUMBA_CACHE_DIR in a temporary folder.
+Run:  python benchmarks/bench_first_use.py [--pairs N] [--no-baseline] [--profile]
+Each cold run uses a fresh NUMBA_CACHE_DIR in a temporary folder; each warm run
+follows its cold run on the same cache. ``--pairs N`` repeats the cold/warm
+pair with the warm-up N times and prints the median ratio (the machine is
+shared and noisy: one pair is not a measurement).
 """
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,15 +59,22 @@ def demo_seconds(cache, warmup=True):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", action="store_true", help="also the compile table")
+    ap.add_argument("--pairs", type=int, default=1, help="cold/warm pairs with the warm-up")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the pair without the warm-up process")
     a = ap.parse_args()
     print(f"# {machine()}")
     rows = []
-    for warm in (True, False):
+    for warm in [True] * a.pairs + ([] if a.no_baseline else [False]):
         with tempfile.TemporaryDirectory() as cache:
             cold = demo_seconds(cache, warm)
             hot = demo_seconds(cache, warm)
         rows.append(["with warm-up" if warm else "without warm-up", cold, hot, cold / hot])
     print_table(["edgecode demo", "cold_s", "warm_s", "cold/warm"], rows)
+    ratios = sorted(r[3] for r in rows if r[0] == "with warm-up")
+    if len(ratios) > 1:
+        print(f"# with warm-up: median cold/warm {statistics.median(ratios):.3f} over "
+              f"{len(ratios)} pairs (range {ratios[0]:.3f}-{ratios[-1]:.3f})")
     if a.profile:
         with tempfile.TemporaryDirectory() as cache:
             env = {**os.environ, "NUMBA_CACHE_DIR": cache, "EDGECODE_NO_WARMUP": "1"}
