@@ -42,7 +42,8 @@ def _affinity_from_gram(G, x_sq, a_sq, inv_sigma, start, stop):
 def _distances(db, q, out, hist):
     """Hamming distance of every row of ``db`` to ``q`` into ``out``; histogram in ``hist``."""
     n, W = db.shape
-    hist[:] = 0
+    for dd in range(hist.shape[0]):
+        hist[dd] = 0
     for i in range(n):
         s = _ctpop(db[i, 0] ^ q[0])
         for w in range(1, W):
@@ -135,42 +136,48 @@ def _tile_distances(tile, q, d, th):
 
 
 @njit(**NJIT_NOGIL)
-def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop):
+def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, thr, total, sizes, bucket, d,
+                        q_start, q_stop):
     """The k nearest codes to each query, sorted by (distance, index).
 
     ``tiles[t, w, i]`` is word w of code ``t * TILE + i`` (codes past ``n``
     are padding and never offered). Queries ``[q_start, q_stop)`` go in
-    blocks of ``_TQBLOCK``: each tile is scanned for every query of the block
+    blocks of ``QB = thr.shape[0]``: each tile is scanned for every query of the block
     while it is in cache (vectorised distances, :func:`_tile_distances`),
     then the distances at or below a query's threshold are offered, in index
     order, to its bounded buckets (per possible distance, at most k indices;
     the threshold ``thr`` is the largest kept distance once k are kept, and a
     code farther, or tied with it when k are kept, is skipped): ties keep the
-    lower index.
+    lower index.  Scratch, allocated by the wrapper (one set per thread):
+    ``thr``, ``total`` (QB,), ``sizes`` (QB, 64 W + 1), ``bucket``
+    (QB, 64 W + 1, k), ``d`` (TILE,), all int64.
     """
     nt, W, T = tiles.shape
     B = 64 * W
-    QB = max(1, min(_TQBLOCK, (1 << 23) // ((B + 1) * k)))
-    thr = np.empty(QB, dtype=np.int64)
-    total = np.empty(QB, dtype=np.int64)
-    sizes = np.empty((QB, B + 1), dtype=np.int64)
-    bucket = np.empty((QB, B + 1, k), dtype=np.int64)
-    d = np.empty(T, dtype=np.int64)
+    QB = thr.shape[0]
     for q0 in range(q_start, q_stop, QB):
-        nb = min(QB, q_stop - q0)
-        thr[:] = B
-        total[:] = 0
-        sizes[:, :] = 0
+        nb = q_stop - q0
+        if nb > QB:
+            nb = QB
+        for qb in range(QB):
+            thr[qb] = B
+            total[qb] = 0
+            for dd in range(B + 1):
+                sizes[qb, dd] = 0
         for t in range(nt):
             base = t * T
-            m = min(T, n - base)
+            m = n - base
+            if m > T:
+                m = T
             tile = tiles[t]
             for qb in range(nb):
                 th = thr[qb]
                 if _tile_distances(tile, queries[q0 + qb], d, th) == 0:
                     continue
                 for s0 in range(0, m, 64):      # 64-code stretches: a vectorised count
-                    s1 = min(m, s0 + 64)        # first, the scalar scan only where needed
+                    s1 = s0 + 64                # first, the scalar scan only where needed
+                    if s1 > m:
+                        s1 = m
                     c = 0
                     for i in range(s0, s1):
                         c += np.int64(d[i] <= th)
@@ -191,25 +198,23 @@ def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop
 
 
 @njit(**NJIT)
-def _rank_metrics(db, queries, true_nn, R, recall, precision, ap):
+def _rank_metrics(db, queries, true_nn, R, recall, precision, ap, dist, start, mark, ranks):
     """Metrics of each query's full Hamming ranking (ties by lower index).
 
     ``true_nn[q]`` holds the indices of the query's k relevant items.  The
-    rank of item j is ``#{i: d_i < d_j} + #{i < j: d_i == d_j}``.
+    rank of item j is ``#{i: d_i < d_j} + #{i < j: d_i == d_j}``.  Scratch,
+    allocated by the wrapper: ``dist`` int32 (n,), ``start`` int64
+    (64 W + 1,), ``mark`` bool (n,) all False (left so), ``ranks`` int64 (k,).
     """
     n, W = db.shape
     k = true_nn.shape[1]
-    dist = np.empty(n, dtype=np.int32)
-    hist = np.zeros(64 * W + 1, dtype=np.int64)
-    start = np.zeros(64 * W + 1, dtype=np.int64)
-    mark = np.zeros(n, dtype=np.bool_)
-    ranks = np.empty(k, dtype=np.int64)
     for qi in range(queries.shape[0]):
-        _distances(db, queries[qi], dist, hist)
+        _distances(db, queries[qi], dist, start)    # start <- histogram of distances
         cum = 0
-        for dd in range(hist.shape[0]):
+        for dd in range(start.shape[0]):            # in place: first rank at each distance
+            c = start[dd]
             start[dd] = cum
-            cum += hist[dd]
+            cum += c
         for t in range(k):
             mark[true_nn[qi, t]] = True
         found = 0

@@ -101,5 +101,20 @@ class HammingIndex:
         # query ranges per thread, whole blocks of _TQBLOCK queries where possible
         ranges = [(_TQBLOCK * a, min(_TQBLOCK * b, nq))
                   for a, b in split(-(-nq // _TQBLOCK), n_workers())]
-        run_chunks(_hamming_topk_tiled, ranges, self._tiled(), self.ntotal, q, k, dist, ind)
+        run_chunks(_search_chunk, ranges, self._tiled(), self.ntotal, q, k, dist, ind)
         return dist, ind
+
+
+def _search_chunk(tiles, n, queries, k, out_dist, out_idx, q_start, q_stop):
+    """One thread's queries: its scratch buffers, then the scan (which releases the GIL).
+
+    Queries per block: ``_TQBLOCK``, fewer when k is large (the buckets stay
+    under 64 MB).
+    """
+    _, W, T = tiles.shape
+    B = 64 * W
+    qb = max(1, min(_TQBLOCK, (1 << 23) // ((B + 1) * k)))
+    _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, np.empty(qb, np.int64),
+                        np.empty(qb, np.int64), np.empty((qb, B + 1), np.int64),
+                        np.empty((qb, B + 1, k), np.int64), np.empty(T, np.int64),
+                        q_start, q_stop)

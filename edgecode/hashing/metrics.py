@@ -66,7 +66,9 @@ def retrieval_metrics(db_codes, query_codes, true_nn, n_bits, R=100):
     recall = np.empty(q.shape[0])
     precision = np.empty(q.shape[0])
     ap = np.empty(q.shape[0])
-    _rank_metrics(db, q, true_nn, R, recall, precision, ap)
+    _rank_metrics(db, q, true_nn, R, recall, precision, ap, np.empty(db.shape[0], np.int32),
+                  np.empty(64 * db.shape[1] + 1, np.int64), np.zeros(db.shape[0], np.bool_),
+                  np.empty(true_nn.shape[1], np.int64))
     return {"recall": recall, "precision": precision, "ap": ap}
 
 
