@@ -40,7 +40,8 @@ from numbers import Integral, Real
 import numpy as np
 
 from ._kernels.bits import _pack_bits
-from ._kernels.faults import _cut_rows, _gilbert_elliott_masks, _xor_masks
+from ._kernels.faults import MAX_DIGITS, TABLE_BITS, _cut_rows, _gilbert_elliott_masks, \
+    _xor_masks
 from .artifact import Container, read_container, write_container
 from .channel import _bernoulli_positions, _flip_inplace, check_bits, check_channel_eps, \
     check_random_state
@@ -73,6 +74,17 @@ def _draw_seed(rng):
 def _n_words(width):
     """uint64 words per row of error masks."""
     return max(1, (int(width) + 63) >> 6)
+
+
+def _gilbert_elliott(nrows, width, p, r, eps_good, eps_bad, continuous, seed, masks,
+                     states=_NO_STATES):
+    """Run ``_gilbert_elliott_masks`` into ``masks`` (zeros) with the splitmix64
+    state of ``seed`` and the kernel's scratch (allocated here: an allocation
+    inside a kernel costs compile time)."""
+    _gilbert_elliott_masks(nrows, width, np.array([p, r, eps_good, eps_bad], np.float64),
+                           bool(continuous), np.array([seed], np.uint64), masks, states,
+                           np.empty(4), np.empty((4, 1 << TABLE_BITS), np.int32),
+                           np.empty((4, MAX_DIGITS), np.uint64), np.empty(4, np.int64))
 
 
 def _prob(value, name, *, low=0.0, high=1.0):
@@ -337,9 +349,8 @@ class BSC(Fault):
             return super().error_masks(nrows, width, rng)
         # the row-major stream as one always-good Gilbert-Elliott row, then cut
         nbits = nrows * width
-        flat = np.empty((1, (nbits + 63) >> 6), np.uint64)
-        _gilbert_elliott_masks(1, nbits, 0.0, 1.0, self.eps, 0.0, False, _draw_seed(rng), flat,
-                               _NO_STATES)
+        flat = np.zeros((1, (nbits + 63) >> 6), np.uint64)
+        _gilbert_elliott(1, nbits, 0.0, 1.0, self.eps, 0.0, False, _draw_seed(rng), flat)
         masks = np.empty((nrows, _n_words(width)), np.uint64)
         _cut_rows(flat[0], nrows, width, masks)
         return masks
@@ -516,9 +527,9 @@ class GilbertElliott(Fault):
         _xor_masks(bits, self.error_masks(bits.shape[0], bits.shape[1], rng))
 
     def error_masks(self, nrows, width, rng):
-        masks = np.empty((nrows, _n_words(width)), np.uint64)
-        _gilbert_elliott_masks(nrows, width, self.p, self.r, self.eps_good, self.eps_bad,
-                               self.continuous, self._seed(rng), masks, _NO_STATES)
+        masks = np.zeros((nrows, _n_words(width)), np.uint64)
+        _gilbert_elliott(nrows, width, self.p, self.r, self.eps_good, self.eps_bad,
+                         self.continuous, self._seed(rng), masks)
         return masks
 
     def sample_states(self, shape, random_state=None):
@@ -529,9 +540,9 @@ class GilbertElliott(Fault):
         n = math.prod(shape)
         width = shape[-1] if shape else 1
         states = np.empty(n, np.uint8)
-        masks = np.empty((n // width if width else 0, _n_words(width)), np.uint64)
-        _gilbert_elliott_masks(masks.shape[0], width, self.p, self.r, self.eps_good,
-                               self.eps_bad, self.continuous, self._seed(rng), masks, states)
+        masks = np.zeros((n // width if width else 0, _n_words(width)), np.uint64)
+        _gilbert_elliott(masks.shape[0], width, self.p, self.r, self.eps_good, self.eps_bad,
+                         self.continuous, self._seed(rng), masks, states)
         return states.reshape(shape)
 
 

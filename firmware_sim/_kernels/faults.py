@@ -13,7 +13,7 @@ from numba import njit
 
 from .bits import _lowest_bit
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _splitmix_raw(state):
     """Advance a splitmix64 state (uint64 array of length 1); return 64 random bits."""
     z = state[0] + np.uint64(0x9E3779B97F4A7C15)
@@ -49,7 +49,7 @@ def _geometric_table(inv_log1mp, table):
         table[b] = g_lo if g_lo == g_hi and g_lo < 2147483647 else -1   # int32 tables
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _geometric(state, inv_log1mp, tables, row):
     """Failures before the first success of Bernoulli(p): floor(log(1-U) / log(1-p)),
     by lookup in ``tables[row]`` for most U (see :func:`_geometric_table`), else
@@ -139,24 +139,6 @@ def _bernoulli_word(lanes, digits, row, n_digits, state):
 
 
 @njit(cache=True, nogil=True)
-def _sampler(probs):
-    """Per probability p: ``1 / log(1 - p)``, its geometric inversion table
-    and its binary digits (:func:`_eps_digits`), for :func:`_bernoulli_fill`."""
-    m = probs.shape[0]
-    inv = np.zeros(m)
-    tables = np.full((m, 1 << TABLE_BITS), -1, np.int32)
-    digits = np.zeros((m, MAX_DIGITS), np.uint64)
-    n_digits = np.zeros(m, np.int64)
-    for i in range(m):
-        p = probs[i]
-        if 0.0 < p < 1.0:
-            inv[i] = 1.0 / math.log1p(-p)
-            _geometric_table(inv[i], tables[i])
-            n_digits[i] = _eps_digits(p, digits[i])
-    return inv, tables, digits, n_digits
-
-
-@njit(cache=True, nogil=True)
 def _cut_rows(flat, nrows, width, masks):
     """Cut the row-major bit stream ``flat`` (``nrows * width`` bits, bit k =
     bit k % 64 of word k // 64) into row-aligned masks: ``masks[i, w]`` bit b
@@ -180,38 +162,46 @@ def _cut_rows(flat, nrows, width, masks):
 
 
 @njit(cache=True, nogil=True)
-def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, seed, masks,
-                           states):
-    """Gilbert-Elliott error masks (layout of :func:`_cut_rows`).
+def _gilbert_elliott_masks(nrows, width, probs, continuous, state, masks, states, inv, tables,
+                           digits, n_digits):
+    """Gilbert-Elliott error masks (layout of :func:`_cut_rows`), OR-ed into
+    ``masks`` (zeros on entry).
 
     A two-state Markov chain (0 good, 1 bad) runs along each row; per bit it
     moves good -> bad with probability ``p`` and bad -> good with ``r``; a bit
-    is in error with probability ``eps_good`` / ``eps_bad`` in its state. Each
-    row starts in bad with the stationary probability ``p / (p + r)`` unless
-    ``continuous`` (the chain runs on across rows, starting stationary).
+    is in error with probability ``eps_good`` / ``eps_bad`` in its state
+    (``probs = (p, r, eps_good, eps_bad)``: index s is the leave probability
+    of state s, 2 + s its error probability). Each row starts in bad with the
+    stationary probability ``p / (p + r)`` unless ``continuous`` (the chain
+    runs on across rows, starting stationary). Random numbers: the splitmix64
+    stream of ``state`` (uint64 (1,), seeded by the wrapper, advanced).
     Sojourns are drawn whole (geometric lengths); a sojourn's errors by
     geometric skipping below ``GEOMETRIC_EPS``, else by
     :func:`_bernoulli_word` on each word it covers: cost O(state changes +
     words + sparse errors), not O(bits). If ``states`` has ``nrows * width``
-    entries it receives every bit's state. (The segment filling is written
-    out here, not in a helper: a call taking the sampler's arrays costs more
-    than a sojourn.)
+    entries it receives every bit's state. Scratch from the wrapper (filled
+    here for each probability q strictly between 0 and 1): ``inv`` (4,)
+    receives ``1 / log(1 - q)``, ``tables`` (4, 2**TABLE_BITS) int32 its
+    geometric inversion table, ``digits`` (4, MAX_DIGITS) uint64 and
+    ``n_digits`` (4,) int64 its binary digits. (The segment filling is
+    written out here, not in a helper: a call taking the sampler's arrays
+    costs more than a sojourn.)
     """
-    state = np.empty(1, np.uint64)
-    state[0] = np.uint64(seed)
     record = states.shape[0] == nrows * width
-    # index s: leave probability of state s; 2 + s: error probability in state s
-    probs = np.array([p, r, eps_good, eps_bad])
-    inv, tables, digits, n_digits = _sampler(probs)
+    for i in range(4):
+        q = probs[i]
+        if 0.0 < q < 1.0:
+            inv[i] = 1.0 / math.log1p(-q)
+            _geometric_table(inv[i], tables[i])
+            n_digits[i] = _eps_digits(q, digits[i])
+    p = probs[0]
+    r = probs[1]
     pi_bad = p / (p + r) if p + r > 0.0 else 0.0
-    masks[:, :] = 0
     s = 0
     for row in range(nrows):
         if row == 0 or not continuous:
             s = 1 if _splitmix_next(state) < pi_bad else 0
-        flat = masks[row]          # this row's words (a 1-D view: no reshape)
-        base = 0                   # bit positions within the row
-        pos = 0
+        pos = 0                    # bit positions within the row
         while pos < width:
             q = probs[s]
             if q <= 0.0:
@@ -225,28 +215,27 @@ def _gilbert_elliott_masks(nrows, width, p, r, eps_good, eps_bad, continuous, se
                 ends = stop <= width
                 if not ends:
                     stop = width
-            # errors of the sojourn: bits [a, b) of the row, rate probs[2 + s]
+            # errors of the sojourn: bits [pos, stop) of the row, rate probs[2 + s]
             e = 2 + s
             eps = probs[e]
-            a = base + pos
-            b = base + stop
             if eps >= GEOMETRIC_EPS:
-                k = a >> 6
-                while (k << 6) < b:
+                k = pos >> 6
+                while (k << 6) < stop:
                     k0 = k << 6
-                    lanes = _lane_mask(a - k0 if a > k0 else 0, b - k0 if b - k0 < 64 else 64)
+                    lanes = _lane_mask(pos - k0 if pos > k0 else 0,
+                                       stop - k0 if stop - k0 < 64 else 64)
                     if eps >= 1.0:
-                        flat[k] |= lanes
+                        masks[row, k] |= lanes
                     else:
-                        flat[k] |= _bernoulli_word(lanes, digits, e, n_digits[e], state)
+                        masks[row, k] |= _bernoulli_word(lanes, digits, e, n_digits[e], state)
                     k += 1
             elif eps > 0.0:
-                x = a - 1
+                x = pos - 1
                 while True:
                     x += _geometric(state, inv[e], tables, e) + 1
-                    if x >= b:
+                    if x >= stop:
                         break
-                    flat[x >> 6] |= _ONE << np.uint64(x & 63)
+                    masks[row, x >> 6] |= _ONE << np.uint64(x & 63)
             if record:
                 for j in range(row * width + pos, row * width + stop):
                     states[j] = s
