@@ -101,7 +101,7 @@ def _int_array(a, name, dtype, ndim):
 def _pack_rows(bits):
     n, m = bits.shape
     out = np.zeros((n, (m + 63) // 64), np.uint64)
-    _pack(np.ascontiguousarray(bits, dtype=np.int16), out)
+    _pack(np.ascontiguousarray(bits, dtype=bool).view(np.uint8), out)   # uint8: one kernel
     return out
 
 
@@ -278,7 +278,7 @@ class ECOCDevice(Device):
         labels = np.empty(sym.shape[0], np.int64)
         if self.n_symbols == 2:
             words = np.empty((sym.shape[0], self._code_bits.shape[1]), np.uint64)
-            _pack(sym, words)
+            _pack((sym != 0).view(np.uint8), words)     # the one (uint8) specialisation
             _decode_packed(words, self._code_bits, self._code_used, self.unused, labels)
         else:
             _decode_symbols(sym, self.code, self.unused, labels)

@@ -259,7 +259,7 @@ def _xor_masks(bits, masks):
                 m &= m - _ONE
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _uniform_below(state, m):
     """Uniform integer in [0, m) for 1 <= m < 2**32 (multiply-shift with
     rejection: exactly uniform)."""
@@ -277,12 +277,11 @@ def _uniform_below(state, m):
 
 
 @njit(cache=True, nogil=True)
-def _replace_symbols(frame, masks, n_sym, seed):
+def _replace_symbols(frame, masks, n_sym, state):
     """N-ary wire: every event of ``masks`` replaces that symbol of ``frame``
     ((t, L) uint8) by one of the other ``n_sym - 1`` symbols chosen uniformly;
-    events in row-major order, shifts from a splitmix64 stream (``seed``)."""
-    state = np.empty(1, np.uint64)
-    state[0] = np.uint64(seed)
+    events in row-major order, shifts from the splitmix64 stream of ``state``
+    (uint64 (1,), seeded by the wrapper)."""
     n = frame.shape[0]
     for i in range(n):
         for w in range(masks.shape[1]):

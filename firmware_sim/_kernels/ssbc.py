@@ -41,7 +41,8 @@ def _ssbc_bits(xq, aq, exp_mult, dist_clamp, lut, pq, thr, out):
     k = pq.shape[1]
     acc = np.empty(k, dtype=np.int64)
     for p in range(n):
-        acc[:] = 0
+        for b in range(k):
+            acc[b] = 0
         for j in range(m):
             dist = np.int64(0)
             for i in range(d):
@@ -81,7 +82,7 @@ def _hamming_knn(codes, table, labels, k, n_classes, popcnt8, out_label, out_dis
     T = table.shape[0]
     best_d = np.empty(k, dtype=np.int64)
     best_i = np.empty(k, dtype=np.int64)
-    votes = np.zeros(n_classes, dtype=np.int64)
+    votes = np.empty(n_classes, dtype=np.int64)
     for p in range(n):
         cnt = 0
         for t in range(T):
@@ -102,7 +103,8 @@ def _hamming_knn(codes, table, labels, k, n_classes, popcnt8, out_label, out_dis
                 pos -= 1
             best_d[pos] = dd
             best_i[pos] = t
-        votes[:] = 0
+        for c in range(n_classes):
+            votes[c] = 0
         for q in range(cnt):
             votes[labels[best_i[q]]] += 1
         win = 0
