@@ -17,7 +17,6 @@ rankings break ties by the lower database index.
 
 import math
 
-import numpy as np
 from numba import njit
 
 from .._config import NJIT, NJIT_NOGIL
@@ -40,7 +39,10 @@ def _affinity_from_gram(G, x_sq, a_sq, inv_sigma, start, stop):
 
 @njit(**NJIT)
 def _distances(db, q, out, hist):
-    """Hamming distance of every row of ``db`` to ``q`` into ``out``; histogram in ``hist``."""
+    """Hamming distance of every row of ``db`` to ``q`` into ``out``; histogram in ``hist``.
+
+    Its own function, not inlined into :func:`_rank_metrics`: there the loop
+    runs out of registers (2x slower, measured)."""
     n, W = db.shape
     for dd in range(hist.shape[0]):
         hist[dd] = 0
@@ -50,25 +52,6 @@ def _distances(db, q, out, hist):
             s += _ctpop(db[i, w] ^ q[w])
         out[i] = s
         hist[s] += 1
-
-
-@njit(**NJIT)
-def _offer(qb, d, i, k, thr, total, sizes, bucket):
-    """Offer item i at distance d to query qb's bounded top-k buckets."""
-    t = thr[qb]
-    if d > t or (d == t and total[qb] == k):
-        return
-    c = sizes[qb, d]
-    bucket[qb, d, c] = i
-    sizes[qb, d] = c + 1
-    total[qb] += 1
-    if total[qb] > k:               # drop the latest item at the worst distance
-        sizes[qb, t] -= 1
-        total[qb] -= 1
-    if total[qb] == k:
-        while sizes[qb, t] == 0:
-            t -= 1
-        thr[qb] = t
 
 
 #: codes per tile of the scan (transposed: word w of the tile's codes
@@ -81,9 +64,11 @@ _TQBLOCK = 32
 @njit(**NJIT_NOGIL)
 def _tile_distances(tile, q, d, th):
     """``d[i] = sum_w popcount(tile[w, i] ^ q[w])``, two words at a time over the
-    tile's contiguous columns (loops the compiler vectorises: AVX2 vector
-    popcount); returns how many are <= ``th`` (a tile without one is skipped)."""
-    W, T = tile.shape
+    tile's ``TILE`` contiguous columns (loops of a known trip count that the
+    compiler vectorises: AVX2 vector popcount); returns how many are <= ``th``
+    (a tile without one is skipped)."""
+    W = tile.shape[0]
+    T = TILE
     cnt = 0
     if W == 1:
         qa = q[0]
@@ -91,7 +76,7 @@ def _tile_distances(tile, q, d, th):
         for i in range(T):
             x = _ctpop(ra[i] ^ qa)
             d[i] = x
-            cnt += np.int64(x <= th)
+            cnt += x <= th
         return cnt
     if W == 2:
         qa = q[0]
@@ -101,7 +86,7 @@ def _tile_distances(tile, q, d, th):
         for i in range(T):
             x = _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
             d[i] = x
-            cnt += np.int64(x <= th)
+            cnt += x <= th
         return cnt
     # W >= 3: the first one or two words, pairs, the last pair with the count
     qa = q[0]
@@ -131,7 +116,7 @@ def _tile_distances(tile, q, d, th):
     for i in range(T):
         x = d[i] + _ctpop(ra[i] ^ qa) + _ctpop(rb[i] ^ qb)
         d[i] = x
-        cnt += np.int64(x <= th)
+        cnt += x <= th
     return cnt
 
 
@@ -142,8 +127,8 @@ def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, thr, total, siz
 
     ``tiles[t, w, i]`` is word w of code ``t * TILE + i`` (codes past ``n``
     are padding and never offered). Queries ``[q_start, q_stop)`` go in
-    blocks of ``QB = thr.shape[0]``: each tile is scanned for every query of the block
-    while it is in cache (vectorised distances, :func:`_tile_distances`),
+    blocks of ``QB = thr.shape[0]``: each tile is scanned for every query of
+    the block while it is in cache (vectorised distances, :func:`_tile_distances`),
     then the distances at or below a query's threshold are offered, in index
     order, to its bounded buckets (per possible distance, at most k indices;
     the threshold ``thr`` is the largest kept distance once k are kept, and a
@@ -180,13 +165,23 @@ def _hamming_topk_tiled(tiles, n, queries, k, out_dist, out_idx, thr, total, siz
                         s1 = m
                     c = 0
                     for i in range(s0, s1):
-                        c += np.int64(d[i] <= th)
+                        c += d[i] <= th
                     if c == 0:
                         continue
-                    for i in range(s0, s1):
-                        if d[i] <= th:
-                            _offer(qb, d[i], base + i, k, thr, total, sizes, bucket)
-                            th = thr[qb]
+                    for i in range(s0, s1):     # offer code base + i at distance di
+                        di = d[i]
+                        if di < th or (di == th and total[qb] < k):
+                            sz = sizes[qb, di]
+                            bucket[qb, di, sz] = base + i
+                            sizes[qb, di] = sz + 1
+                            total[qb] += 1
+                            if total[qb] > k:   # drop the latest item at the worst distance
+                                sizes[qb, th] -= 1
+                                total[qb] -= 1
+                            if total[qb] == k:
+                                while sizes[qb, th] == 0:
+                                    th -= 1
+                                thr[qb] = th
         for qb in range(nb):
             p = 0
             for dd in range(B + 1):
