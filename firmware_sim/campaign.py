@@ -54,7 +54,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ._kernels import _decode_accumulate, _majority_decode
+from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
@@ -493,7 +493,7 @@ def _apply_wire_fault(fault, frame, rng, n_sym):
         fault.apply_inplace(frame, rng)
         return
     masks = fault.error_masks(frame.shape[0], frame.shape[1], rng)
-    _replace_symbols(frame, masks, n_sym, np.array([_draw_seed(rng)], np.uint64))
+    _replace_symbols(frame, masks, n_sym, _draw_seed(rng))
 
 
 def _batches(t, n_trials, width):
@@ -593,7 +593,7 @@ def _nb_additive_runner(device, tx, clean, y, fault, n_trials):
     dec8 = np.empty((t, device.n_features), np.uint8)
     _majority_decode(tx, device._reps, dec8)
     clean_acc = np.empty(t, np.int64)
-    _decode_accumulate(tx, device._reps, device._w, device.bias, clean_acc)
+    _accumulate(dec8, device._w, device.bias, clean_acc)
     swing = (1 - 2 * dec8.astype(np.int64)) * device._w.astype(np.int64)[None, :]
     pair_word, pair_mask, feat_start = _nb_pairs(device, width)
     reps = device._reps.astype(np.int64)
@@ -648,8 +648,7 @@ def _symbol_runner(ecoc, tx, clean, y, fault, n_trials, n_sym):
         masks = fault.error_masks(nrows, width, rng)
         dist = np.empty(code.shape[0], np.int32)          # scratch: one per batch (threads)
         _ecoc_symbol_outcomes(masks, start, n_trials, tx, step, clean_dist, n_sym,
-                              np.array([_draw_seed(rng)], np.uint64), radius, clean, y_arr,
-                              same, correct, dist)
+                              _draw_seed(rng), radius, clean, y_arr, same, correct, dist)
     return run
 
 

@@ -32,7 +32,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from . import accounting
-from ._kernels import _decode_accumulate, _majority_decode
+from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._validation import check_protected_nb
 from ._parallel import run_seeded_batches, seed_sequence
 from .device import Device, Inference, SimulationResult, register_kind
@@ -238,7 +238,6 @@ class ProtectedNBDevice(Device):
         self.scale_shift = shift
         self.n_features = n
         self._reps = reps.astype(np.int64)
-        self._single = np.zeros(n, np.int64)     # one copy per feature: decoded features
         self._w = w.astype(np.int64)
         self.copies = 2 * self._reps + 1
         self.copies.flags.writeable = False
@@ -313,7 +312,7 @@ class ProtectedNBDevice(Device):
         """Integer log-odds ``bias + sum_j X[:, j] * weights[j]`` (int64, shape (t,))."""
         X = self._check_X(X)
         out = np.empty(X.shape[0], dtype=np.int64)
-        _decode_accumulate(X, self._single, self._w, self.bias, out)
+        _accumulate(X, self._w, self.bias, out)
         return out
 
     def predict(self, X):

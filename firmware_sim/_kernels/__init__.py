@@ -51,15 +51,28 @@ def _majority_decode(bits, reps, out):
 
 
 @njit(cache=True, nogil=True)
+def _accumulate(X, weights, bias, out):
+    """Integer log-odds ``out[i] = bias + sum_j X[i, j] * weights[j]`` (int64).
+
+    (``_decode_accumulate`` with every ``reps[j] = 0`` gives the same sums, but
+    its copy loop keeps this one from vectorising: about 13x slower.)"""
+    t, n = X.shape
+    for i in range(t):
+        acc = bias
+        for j in range(n):
+            if X[i, j]:
+                acc += weights[j]
+        out[i] = acc
+
+
+@njit(cache=True, nogil=True)
 def _decode_accumulate(bits, reps, weights, bias, out):
     """Device inference on received bits: majority-decode each feature and,
     when it decodes to 1, add its weight; ``out[i]`` is the accumulator.
 
     This is the loop a microcontroller runs (see ``ProtectedNBDevice.resources``
     for its operation count): one addition per received bit, one comparison
-    per feature, one addition per feature decoded as 1. With every
-    ``reps[j] = 0`` (one copy per feature) it is the integer log-odds of
-    decoded 0/1 features, ``out[i] = bias + sum_j X[i, j] * weights[j]``.
+    per feature, one addition per feature decoded as 1.
     """
     t = bits.shape[0]
     n = reps.shape[0]

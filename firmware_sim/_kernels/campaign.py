@@ -112,18 +112,21 @@ def _ecoc_binary_outcomes(masks, row0, n_trials, clean_words, code, used, unused
 
 
 @njit(cache=True, nogil=True)
-def _ecoc_symbol_outcomes(masks, row0, n_trials, clean_sym, step, clean_dist, n_sym, state,
+def _ecoc_symbol_outcomes(masks, row0, n_trials, clean_sym, step, clean_dist, n_sym, seed,
                           radius, clean_label, y, same, correct, dist):
     """N-ary ECOC: an event replaces the clean symbol by one of the other
     ``n_sym - 1`` chosen uniformly (the draws of ``_replace_symbols`` with the
-    same state, in the same order); each event moves the doubled distances
+    same seed, in the same order); each event moves the doubled distances
     ``clean_dist[p]`` to every row by ``step[j, old, new]`` (a vector over the
     classes: ``2 ([new != code[r, j]] - [old != code[r, j]])``, 0 where the
     code entry is -1), then the first minimum is the label. A row with at
     most ``radius[p]`` events keeps the clean label (its replacement symbols
     are still drawn, so the stream stays that of ``_replace_symbols``). Cost
-    O(rows + events x classes). Random numbers: the splitmix64 stream of
-    ``state`` (uint64 (1,), seeded by the wrapper). Scratch: ``dist`` (classes,)."""
+    O(rows + events x classes). Scratch: ``dist`` (classes,). (The splitmix64
+    state is allocated here: as an argument it may alias the counts, and the
+    event loop runs about 3% slower.)"""
+    state = np.empty(1, np.uint64)
+    state[0] = np.uint64(seed)
     has_y = y.shape[0] == same.shape[0]
     nw = masks.shape[1]
     c = clean_dist.shape[1]

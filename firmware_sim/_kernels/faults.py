@@ -277,11 +277,12 @@ def _uniform_below(state, m):
 
 
 @njit(cache=True, nogil=True)
-def _replace_symbols(frame, masks, n_sym, state):
+def _replace_symbols(frame, masks, n_sym, seed):
     """N-ary wire: every event of ``masks`` replaces that symbol of ``frame``
     ((t, L) uint8) by one of the other ``n_sym - 1`` symbols chosen uniformly;
-    events in row-major order, shifts from the splitmix64 stream of ``state``
-    (uint64 (1,), seeded by the wrapper)."""
+    events in row-major order, shifts from a splitmix64 stream (``seed``)."""
+    state = np.empty(1, np.uint64)
+    state[0] = np.uint64(seed)
     n = frame.shape[0]
     for i in range(n):
         for w in range(masks.shape[1]):

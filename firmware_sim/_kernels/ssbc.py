@@ -82,7 +82,7 @@ def _hamming_knn(codes, table, labels, k, n_classes, popcnt8, out_label, out_dis
     T = table.shape[0]
     best_d = np.empty(k, dtype=np.int64)
     best_i = np.empty(k, dtype=np.int64)
-    votes = np.empty(n_classes, dtype=np.int64)
+    votes = np.zeros(n_classes, dtype=np.int64)   # (np.empty here: a slower loop)
     for p in range(n):
         cnt = 0
         for t in range(T):
