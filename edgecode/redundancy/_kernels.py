@@ -96,103 +96,30 @@ def _sorted_sums_masks(vals, probs, idx, start, stop, sums, masses, masks):
 
 
 @njit(**NJIT)
-def _partner_mass(s, strict, sx, mx, sy, py, cum, out):
-    """``out[a]`` = mass of the y-subsets that change the class together with x-subset a.
+def _partner_mass(s, strict, outer, m_out, inner, p_in, m_in, x_outer, cum, out):
+    """``out[a]`` = mass (``p_in``) of the inner subsets that change the class
+    together with outer subset a; ``cum`` is scratch of ``m_in + 1`` slots.
 
-    The class changes iff ``(s + sx[a]) + sy[b] <= 0`` (``< 0`` if strict);
-    for increasing ``sx`` the changing ``b`` form a shrinking prefix of the
-    sorted ``sy``.  Both sweeps of a point use this one expression, so they
-    agree on every pair.
+    The class changes iff ``(s + x) + y <= 0`` (``< 0`` if strict), x the sum
+    of the first half's subset (``outer[a]`` if ``x_outer``, else the inner
+    one) and y the second half's; for increasing outer sums the changing inner
+    subsets form a shrinking prefix of the sorted inner list.  Both sweeps of
+    a point (x outer, then y outer) use this one expression, so they agree on
+    every pair.
     """
-    my = sy.shape[0]
     cum[0] = 0.0
-    for b in range(my):
-        cum[b + 1] = cum[b] + py[b]
-    ptr = my
-    for a in range(mx):
-        x0 = s + sx[a]
+    for b in range(m_in):
+        cum[b + 1] = cum[b] + p_in[b]
+    ptr = m_in
+    for a in range(m_out):
+        u = outer[a]
         while ptr > 0:
-            x = x0 + sy[ptr - 1]
+            w = inner[ptr - 1]
+            x = (s + u) + w if x_outer else (s + w) + u
             if x < 0.0 or (x == 0.0 and not strict):
                 break
             ptr -= 1
         out[a] = cum[ptr]
-
-
-@njit(**NJIT)
-def _partner_mass_rev(s, strict, sx, px, sy, my, cum, out):
-    """The same pairs seen from the y side: ``out[b]`` = mass of the x-subsets
-    that change the class together with y-subset b (expression ``(s + sx[a]) + sy[b]``)."""
-    mx = sx.shape[0]
-    cum[0] = 0.0
-    for a in range(mx):
-        cum[a + 1] = cum[a] + px[a]
-    ptr = mx
-    for b in range(my):
-        while ptr > 0:
-            x = (s + sx[ptr - 1]) + sy[b]
-            if x < 0.0 or (x == 0.0 and not strict):
-                break
-            ptr -= 1
-        out[b] = cum[ptr]
-
-
-@njit(**NJIT)
-def _exact_point(p, margin, deltas, eps, infl, change, vals, idx, sa, pa, ka, sb, pb, kb,
-                 cum, ga, gb, w1):
-    n = deltas.shape[1]
-    s = margin[p]
-    strict = not (s > 0.0)
-    sgn = 1.0 if s > 0.0 else -1.0
-    s = sgn * s
-    na = 0
-    for j in range(n):
-        infl[p, j] = 0.0
-        vals[j] = sgn * deltas[p, j]
-        if eps[j] > 0.0 and deltas[p, j] != 0.0:
-            idx[na] = j
-            na += 1
-    if na == 0:
-        change[p] = 0.0
-        return
-    h1 = na // 2
-    ma = _sorted_sums_masks(vals, eps, idx, np.int64(0), h1, sa, pa, ka)   # not a literal 0:
-    mb = _sorted_sums_masks(vals, eps, idx, h1, np.int64(na), sb, pb, kb)  # one compiled version
-    _partner_mass(s, strict, sa[:ma], ma, sb[:mb], pb[:mb], cum, ga)
-    _partner_mass_rev(s, strict, sa[:ma], pa[:ma], sb[:mb], mb, cum, gb)
-    c = 0.0
-    for a in range(ma):
-        c += pa[a] * ga[a]
-    change[p] = c
-    # P(change and feature j flipped), j in the first half, then the second
-    for q in range(na):
-        w1[q] = 0.0
-    for a in range(ma):
-        v = pa[a] * ga[a]
-        if v == 0.0:
-            continue
-        mk = ka[a]
-        q = 0
-        while mk:
-            if mk & 1:
-                w1[q] += v
-            mk >>= 1
-            q += 1
-    for b in range(mb):
-        v = pb[b] * gb[b]
-        if v == 0.0:
-            continue
-        mk = kb[b]
-        q = h1
-        while mk:
-            if mk & 1:
-                w1[q] += v
-            mk >>= 1
-            q += 1
-    for q in range(na):
-        j = idx[q]
-        e = eps[j]
-        infl[p, j] = w1[q] / e - (c - w1[q]) / (1.0 - e)
 
 
 @njit(**NJIT_NOGIL)
@@ -220,9 +147,55 @@ def _exact_influences(margin, deltas, eps, infl, change, start, stop):
     ga = np.empty(cap)
     gb = np.empty(cap)
     w1 = np.empty(n)
+    x_outer = np.bool_(True)             # not literals: one compiled version of each helper
+    y_outer = np.bool_(False)
     for p in range(start, stop):
-        _exact_point(p, margin, deltas, eps, infl, change, vals, idx, sa, pa, ka, sb, pb, kb,
-                     cum, ga, gb, w1)
+        s = margin[p]
+        strict = not (s > 0.0)
+        sgn = 1.0 if s > 0.0 else -1.0
+        s = sgn * s
+        na = 0
+        for j in range(n):
+            infl[p, j] = 0.0
+            vals[j] = sgn * deltas[p, j]
+            if eps[j] > 0.0 and deltas[p, j] != 0.0:
+                idx[na] = j
+                na += 1
+        if na == 0:
+            change[p] = 0.0
+            continue
+        h1 = na // 2
+        ma = _sorted_sums_masks(vals, eps, idx, np.int64(0), h1, sa, pa, ka)
+        mb = _sorted_sums_masks(vals, eps, idx, h1, np.int64(na), sb, pb, kb)
+        _partner_mass(s, strict, sa, ma, sb, pb, mb, x_outer, cum, ga)
+        _partner_mass(s, strict, sb, mb, sa, pa, ma, y_outer, cum, gb)
+        c = 0.0
+        for a in range(ma):
+            c += pa[a] * ga[a]
+        change[p] = c
+        # P(change and feature j flipped): the first half's subsets, then the second's
+        for q in range(na):
+            w1[q] = 0.0
+        for a in range(ma + mb):
+            if a < ma:
+                v = pa[a] * ga[a]
+                mk = ka[a]
+                q = 0
+            else:
+                v = pb[a - ma] * gb[a - ma]
+                mk = kb[a - ma]
+                q = h1
+            if v == 0.0:
+                continue
+            while mk:
+                if mk & 1:
+                    w1[q] += v
+                mk >>= 1
+                q += 1
+        for q in range(na):
+            j = idx[q]
+            e = eps[j]
+            infl[p, j] = w1[q] / e - (c - w1[q]) / (1.0 - e)
 
 
 # --------------------------------------------------------------------------
@@ -264,7 +237,7 @@ def _tail_width(var, mx, log_term):
         u = u_new
     # Newton on the convex h approaches from above; guard the last rounding
     width = u * var / mx * (1.0 + 1e-9)
-    return min(width, bern)
+    return bern if bern < width else width
 
 
 @njit(**NJIT)
@@ -318,29 +291,19 @@ def _moments(deltas, eps, p, sgn, h):
 
 
 @njit(**NJIT)
-def _window(deltas, eps, p, sgn, h, log_term):
-    """Integer window ``(lo, hi)`` of point p's rounded flip sum at grid step h.
-
-    Exact extremes of the sum, narrowed to where Bennett's inequality leaves
-    more than ``2 exp(-log_term)`` of mass for any eps' <= eps: the mean moves
-    only between ``sum_{q<0} e q`` and ``sum_{q>0} e q`` as eps decreases and
-    the variance only shrinks.
-    """
-    _, s_neg, s_pos, mu_neg, mu_pos, var, mx = _moments(deltas, eps, p, sgn, h)
-    wq = _tail_width(var, mx, log_term)
-    lo_c = min(max(np.int64(s_neg), np.int64(math.floor(mu_neg - wq))) - 1, -1)
-    hi_c = max(min(np.int64(s_pos), np.int64(math.ceil(mu_pos + wq))) + 1, 1)
-    return lo_c, hi_c
-
-
-@njit(**NJIT)
 def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out, state_out):
     """Per point: grid step h, window start and threshold position (in cells).
 
     ``state_out[p]``: 0 = the class never changes (change < 2 exp(-log_term)
     for any eps' <= eps, componentwise), 2 = it always changes, 1 = planned
-    on the grid.  h is chosen so that the point's window (``_window``) fills
-    at most ``n_cells`` cells; flip effects are rounded to whole cells.
+    on the grid.  h is chosen so that the point's window fills at most
+    ``n_cells`` cells; flip effects are rounded to whole cells.
+
+    The window ``[lo, hi]`` (in cells) of the rounded flip sum at grid step h
+    holds its exact extremes, narrowed to where Bennett's inequality leaves
+    more than ``2 exp(-log_term)`` of mass for any eps' <= eps: the mean moves
+    only between ``sum_{q<0} e q`` and ``sum_{q>0} e q`` as eps decreases and
+    the variance only shrinks.
     """
     t = deltas.shape[0]
     for p in range(t):
@@ -355,18 +318,28 @@ def _grid_setup(margin, deltas, eps, n_cells, log_term, h_out, lo_out, xtau_out,
         if na == 0:
             continue
         wdt = _tail_width(var, mx, log_term)
-        lo_r = max(s_neg, mu_neg - wdt)
-        hi_r = min(s_pos, mu_pos + wdt)
+        lo_r = mu_neg - wdt
+        lo_r = lo_r if lo_r > s_neg else s_neg      # max(s_neg, mu_neg - wdt)
+        hi_r = mu_pos + wdt
+        hi_r = hi_r if hi_r < s_pos else s_pos      # min(s_pos, mu_pos + wdt)
         if tau < lo_r:
             continue
         if tau >= hi_r:
             state_out[p] = 2
             continue
         h = (hi_r - lo_r) / (n_cells - 4)
-        lo_c, hi_c = _window(deltas, eps, p, sgn, h, log_term)
-        while hi_c - lo_c + 1 > n_cells:
+        while True:                              # the window at step h; widen h until it fits
+            _, s_neg, s_pos, mu_neg, mu_pos, var, mx = _moments(deltas, eps, p, sgn, h)
+            wq = _tail_width(var, mx, log_term)
+            lo_c = np.int64(math.floor(mu_neg - wq))   # max(sum of negatives, mean - wq) - 1,
+            lo_c = (lo_c if lo_c > np.int64(s_neg) else np.int64(s_neg)) - 1   # at most -1
+            lo_c = lo_c if lo_c < -1 else -1
+            hi_c = np.int64(math.ceil(mu_pos + wq))    # min(sum of positives, mean + wq) + 1,
+            hi_c = (hi_c if hi_c < np.int64(s_pos) else np.int64(s_pos)) + 1   # at least 1
+            hi_c = hi_c if hi_c > 1 else 1
+            if hi_c - lo_c + 1 <= n_cells:
+                break
             h *= 1.01 * (hi_c - lo_c + 1) / n_cells
-            lo_c, hi_c = _window(deltas, eps, p, sgn, h, log_term)
         x = tau / h - lo_c
         h_out[p] = h
         lo_out[p] = lo_c
@@ -593,8 +566,11 @@ def _grid_point_influence(F, x, dl, q, e, pmax, tol, rtol):
     while True:
         acc += coef * (gb - ga)
         coef = -coef * rho
-        beyond = max(ga, gb) if q > 0 else total - min(ga, gb)
-        bound = min(beyond, window)
+        if q > 0:
+            beyond = gb if gb > ga else ga                # max(ga, gb)
+        else:
+            beyond = total - (gb if gb < ga else ga)      # total - min(ga, gb)
+        bound = window if window < beyond else beyond
         rest = abs(coef) * tail * (bound if bound > 0.0 else 0.0)
         if rest < tol or rest < rtol * abs(acc) or abs(coef) < tol:
             break
@@ -637,15 +613,16 @@ def _column_sums(values, total, pos, neg):
     any thread count.  Blocks of columns read the rows contiguously.""" 
     t, nf = values.shape
     block = 64
-    for b in range((nf + block - 1) // block):
-        k0 = b * block
-        width = min(nf, k0 + block) - k0
-        acc = np.zeros(width)
-        acc_abs = np.zeros(width)
+    acc = np.empty(block)
+    acc_abs = np.empty(block)
+    for k0 in range(0, nf, block):
+        width = nf - k0 if nf - k0 < block else block
+        for k in range(width):
+            acc[k] = 0.0
+            acc_abs[k] = 0.0
         for r in range(t):
-            row = values[r, k0:k0 + width]
             for k in range(width):
-                v = row[k]
+                v = values[r, k0 + k]
                 acc[k] += v
                 acc_abs[k] += abs(v)
         for k in range(width):

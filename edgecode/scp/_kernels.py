@@ -171,22 +171,20 @@ def _exact_keys(margin, dbits, eps, keys):
 
 @njit(**NJIT)
 def _same_half(idx, vals, lo, hi, saved_idx, saved_vals, saved_len):
-    """Whether features idx[lo:hi] with values vals[idx] are the saved half."""
-    if hi - lo != saved_len:
-        return False
-    for q in range(lo, hi):
-        j = idx[q]
-        if j != saved_idx[q - lo] or vals[j] != saved_vals[q - lo]:
-            return False
-    return True
-
-
-@njit(**NJIT)
-def _save_half(idx, vals, lo, hi, saved_idx, saved_vals):
-    for q in range(lo, hi):
-        saved_idx[q - lo] = idx[q]
-        saved_vals[q - lo] = vals[idx[q]]
-    return hi - lo
+    """Whether features idx[lo:hi] with values vals[idx] are the saved half
+    (``saved_len`` long); if they are not, they become the saved half."""
+    same = hi - lo == saved_len
+    if same:
+        for q in range(lo, hi):
+            j = idx[q]
+            if j != saved_idx[q - lo] or vals[j] != saved_vals[q - lo]:
+                same = False
+                break
+    if not same:
+        for q in range(lo, hi):
+            saved_idx[q - lo] = idx[q]
+            saved_vals[q - lo] = vals[idx[q]]
+    return same
 
 
 @njit(**NJIT_NOGIL)
@@ -210,7 +208,9 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     that grows as A decreases, so one sweep from the largest A down, with the
     running mass of that prefix (accumulated in ascending order, no
     cancellation), adds ``mass(A) * P(prefix)``; two alternating accumulators
-    keep the additions off one dependency chain.
+    keep the additions off one dependency chain.  The strict comparison
+    ``B < -x`` (S <= 0) is made as ``B <= nextafter(-x, -inf)``, the same
+    outcome for every float B, so both cases share one sweep.
     """
     n = deltas.shape[1]
     h_max = (n + 1) // 2
@@ -254,50 +254,36 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
         h1 = na // 2                          # B has na - h1 >= 1 features
         first = np.int64(0)
         same_a = _same_half(idx, vals, first, h1, a_idx, a_val, a_len)
+        a_len = h1
         end = np.int64(na)
         same_b = _same_half(idx, vals, h1, end, b_idx, b_val, b_len)
+        b_len = end - h1
         if same_a and same_b and s == prev_s and strict == prev_strict:
             out[p] = prev_out
             continue
         if not same_a:
             ma = _sorted_subset_sums(vals, eps, idx, first, h1, sa, pa)
-            a_len = _save_half(idx, vals, first, h1, a_idx, a_val)
         if not same_b:
             mb = _sorted_subset_sums(vals, eps, idx, h1, na - 1, sb, pb)
             jl = idx[na - 1]
             mb = _last_level(sb, pb, mb, vals[jl], eps[jl], sb2, pb2)
-            b_len = _save_half(idx, vals, h1, end, b_idx, b_val)
         a = ma
         ptr = zero
         cur = 0.0                             # mass of sb2[0:ptr]
         c0 = 0.0
         c1 = 0.0
-        if strict:                            # change iff (S' + A) + B < 0
-            while a != zero and not (sb2[0] < -(s + sa[a])):
-                a -= one                      # no B changes the class
-            while a != zero:
-                nx = -(s + sa[a])
-                while ptr < mb and sb2[ptr] < nx:
-                    cur += pb2[ptr]
-                    ptr += one
-                if a & one:
-                    c1 += pa[a] * cur
-                else:
-                    c0 += pa[a] * cur
-                a -= one
-        else:                                 # change iff (S' + A) + B <= 0
-            while a != zero and not (sb2[0] <= -(s + sa[a])):
-                a -= one
-            while a != zero:
-                nx = -(s + sa[a])
-                while ptr < mb and sb2[ptr] <= nx:
-                    cur += pb2[ptr]
-                    ptr += one
-                if a & one:
-                    c1 += pa[a] * cur
-                else:
-                    c0 += pa[a] * cur
-                a -= one
+        while a != zero:
+            nx = -(s + sa[a])                 # change iff B <= nx (not strict)
+            if strict:                        # change iff B < nx, i.e. B <= the float below nx
+                nx = np.nextafter(nx, -np.inf) if nx > -np.inf else np.nan
+            while ptr < mb and sb2[ptr] <= nx:
+                cur += pb2[ptr]
+                ptr += one
+            if a & one:                       # (adds +0.0 while no B changes the class)
+                c1 += pa[a] * cur
+            else:
+                c0 += pa[a] * cur
+            a -= one
         prev_out = c0 + c1
         prev_s = s
         prev_strict = strict
@@ -519,55 +505,54 @@ def _scp_approx_change(margin, deltas, eps, k, shift, hybrid, tail, max_cells, o
 # --------------------------------------------------------------------------
 
 @njit(**NJIT)
-def _move_window(buf, off, width, new_off):
-    """Move ``buf[off:off+width]`` to ``new_off`` (overlap-safe)."""
-    if new_off < off:
+def _move_window(buf, off, width, dst, new_off):
+    """Copy ``buf[off:off+width]`` to ``dst[new_off:new_off+width]`` (overlap-safe
+    when ``dst`` is ``buf``)."""
+    if new_off <= off:
         for i in range(width):
-            buf[new_off + i] = buf[off + i]
-    elif new_off > off:
+            dst[new_off + i] = buf[off + i]
+    else:
         for i in range(width - 1, -1, -1):
-            buf[new_off + i] = buf[off + i]
+            dst[new_off + i] = buf[off + i]
 
 
 @njit(**NJIT)
-def _convolve_up(buf, off, width, av, keep, ej):
+def _convolve(buf, off, width, av, keep, ej, up):
     """In place: the masses ``buf[off:off+width]`` of partial sums s..s+width-1
-    become those of s..s+width+av-1 after a feature that adds ``av > 0`` with
-    probability ``ej`` (``keep = 1 - ej``).  Backward, so every read sees an
-    old value; unsigned indices (no wraparound checks, so LLVM vectorises)."""
-    one = np.uint64(1)
-    need = width + av
-    r = width
-    while r < need:
-        buf[off + r] = 0.0
-        r += one
-    r = need
-    while r > av:
-        r -= one
-        buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
-    while r > np.uint64(0):
-        r -= one
-        buf[off + r] = keep * buf[off + r]
+    become those of s..s+width+av-1 after a feature that adds ``av > 0`` (``up``)
+    with probability ``ej`` (``keep = 1 - ej``).  Backward, so every read sees
+    an old value; unsigned indices (no wraparound checks, so LLVM vectorises).
 
-
-@njit(**NJIT)
-def _convolve_down(buf, off, width, av, keep, ej):
-    """As :func:`_convolve_up` for a feature that subtracts ``av``: the window,
-    already moved down to start at ``off``, holds the old masses at
-    ``buf[off+av:off+av+width]``; forward, so every read sees an old value."""
+    Not ``up``: the feature subtracts ``av``; the window, already moved down to
+    start at ``off``, holds the old masses at ``buf[off+av:off+av+width]``;
+    forward, so every read sees an old value."""
     one = np.uint64(1)
-    r = np.uint64(0)
-    while r < av:
-        buf[off + r] = 0.0
-        r += one
-    r = np.uint64(0)
-    while r < width:
-        buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
-        r += one
+    zero = np.uint64(0)
     need = width + av
-    while r < need:
-        buf[off + r] = keep * buf[off + r]
-        r += one
+    if up:
+        r = width
+        while r < need:
+            buf[off + r] = 0.0
+            r += one
+        r = need
+        while r > av:
+            r -= one
+            buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
+        while r > zero:
+            r -= one
+            buf[off + r] = keep * buf[off + r]
+    else:
+        r = zero
+        while r < av:
+            buf[off + r] = 0.0
+            r += one
+        r = zero
+        while r < width:
+            buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
+            r += one
+        while r < need:
+            buf[off + r] = keep * buf[off + r]
+            r += one
 
 
 @njit(**NJIT)
@@ -576,32 +561,26 @@ def _order_abs_desc(v):
     ``np.argsort(-np.abs(v), kind="mergesort")`` returns, by a bottom-up merge
     sort written out (numba's argsort costs seconds of first-use compile)."""
     n = v.shape[0]
-    a = np.arange(n)
+    a = np.empty(n, np.int64)
     b = np.empty(n, np.int64)
+    for i in range(n):
+        a[i] = i
     width = 1
     while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
+        lo = 0
+        while lo < n:                       # merge a[lo:mid] and a[mid:hi] into b
+            mid = lo + width if lo + width < n else n
+            hi = mid + width if mid + width < n else n
             i = lo
             j = mid
-            k = lo
-            while i < mid and j < hi:
-                if abs(v[a[j]]) > abs(v[a[i]]):     # ties keep the left (lower) index
+            for k in range(lo, hi):
+                if j < hi and (i == mid or abs(v[a[j]]) > abs(v[a[i]])):  # ties: the left
                     b[k] = a[j]
                     j += 1
                 else:
                     b[k] = a[i]
                     i += 1
-                k += 1
-            while i < mid:
-                b[k] = a[i]
-                i += 1
-                k += 1
-            while j < hi:
-                b[k] = a[j]
-                j += 1
-                k += 1
+            lo = hi
         a, b = b, a
         width *= 2
     return a
@@ -630,15 +609,19 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
     """
     n = v.shape[0]
     order = _order_abs_desc(v)
-    pos_rem = np.zeros(n + 1, np.int64)
-    neg_rem = np.zeros(n + 1, np.int64)
-    mean_rem = np.zeros(n + 1)
-    var_rem = np.zeros(n + 1)
+    pos_rem = 0                  # sums of the positive and negative v of features i..n-1
+    neg_rem = 0
+    mean_rem = np.empty(n + 1)   # mean and variance of their flip sum (added from the back)
+    var_rem = np.empty(n + 1)
+    mean_rem[n] = 0.0
+    var_rem[n] = 0.0
     for i in range(n - 1, -1, -1):
         j = order[i]
         vj = v[j]
-        pos_rem[i] = pos_rem[i + 1] + (vj if vj > 0 else 0)
-        neg_rem[i] = neg_rem[i + 1] + (vj if vj < 0 else 0)
+        if vj > 0:
+            pos_rem += vj
+        else:
+            neg_rem += vj
         mean_rem[i] = mean_rem[i + 1] + e[j] * vj
         var_rem[i] = var_rem[i + 1] + e[j] * (1.0 - e[j]) * float(vj) * float(vj)
     log_term = math.log(2.0 / beta)
@@ -654,8 +637,8 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
     for i in range(n + 1):
         # ---- retire states that the remaining features i..n-1 cannot (or
         # almost surely do not) carry across tau
-        hi_exact = tau - neg_rem[i]          # s >= hi_exact: surely >= tau
-        lo_exact = tau - pos_rem[i]          # s <  lo_exact: surely <  tau
+        hi_exact = tau - neg_rem             # s >= hi_exact: surely >= tau
+        lo_exact = tau - pos_rem             # s <  lo_exact: surely <  tau
         cut_hi = hi_exact
         cut_lo = lo_exact
         if i < n:
@@ -709,28 +692,24 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
         j = order[i]
         vj = v[j]
         ej = e[j]
-        keep = 1.0 - ej
         av = vj if vj > 0 else -vj
         need = width + av
-        if need + 2 > cap:
-            ncap = 2 * (need + 2)
-            nbuf = np.empty(ncap)
-            noff = (ncap - need) // 2 + (av if vj < 0 else 0)
-            for r in range(width):
-                nbuf[noff + r] = buf[off + r]
-            buf = nbuf
-            cap = ncap
-            off = noff
-        elif (vj > 0 and off + need > cap) or (vj < 0 and off - av < 0):
+        if need + 2 > cap or (vj > 0 and off + need > cap) or (vj < 0 and off < av):
+            nbuf = buf                       # recentre the window, in a larger buffer if needed
+            if need + 2 > cap:
+                cap = 2 * (need + 2)
+                nbuf = np.empty(cap)
             noff = (cap - need) // 2 + (av if vj < 0 else 0)
-            _move_window(buf, off, width, noff)
+            _move_window(buf, off, width, nbuf, noff)
+            buf = nbuf
             off = noff
         if vj > 0:
-            _convolve_up(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
+            pos_rem -= vj
         else:
+            neg_rem -= vj
             off -= av
             lo_s -= av
-            _convolve_down(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
+        _convolve(buf, np.uint64(off), np.uint64(width), np.uint64(av), 1.0 - ej, ej, vj > 0)
         width = need
         if width > max_width:
             max_width = width
@@ -785,12 +764,11 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
     """
     n = deltas.shape[1]
     buf = np.empty(4 * resolution + 64)
-    f_v = np.empty(n, np.int64)          # nonzero floor(q_j) and their eps
+    f_v = np.empty(n, np.int64)          # nonzero floor(q_j) and their eps (class 1)
     f_e = np.empty(n)
-    c_v = np.empty(n, np.int64)          # nonzero -ceil(q_j)
+    c_v = np.empty(n, np.int64)          # nonzero -ceil(q_j) (class 0)
     c_e = np.empty(n)
-    r_v = np.empty(n, np.int64)          # nonzero round(q_j), and negated
-    r_w = np.empty(n, np.int64)
+    r_v = np.empty(n, np.int64)          # nonzero round(q_j)
     r_e = np.empty(n)
     log_term = math.log(2.0 / beta)
     log_g = math.log(1.0 / gamma)
@@ -863,12 +841,11 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
                     c_v[nc] = -icq
                     c_e[nc] = ej
                     nc += 1
-                reach += max(abs(ifq), abs(icq))
+                reach += abs(icq) if abs(icq) > abs(ifq) else abs(ifq)
                 rq = fq if q - fq <= 0.5 else cq     # q - fq is exact
                 r = q - rq                           # exact, in [-1/2, 1/2]
                 if rq != 0.0:
                     r_v[nr] = np.int64(rq)
-                    r_w[nr] = -r_v[nr]
                     r_e[nr] = ej
                     nr += 1
                 ar = abs(r)
@@ -888,8 +865,8 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
             x_up = np.nextafter(x + err, np.inf)
             x_dn = np.nextafter(x - err, -np.inf)
         lim = float(reach + 2)
-        x_up = min(max(x_up, -lim), lim)
-        x_dn = min(max(x_dn, -lim), lim)
+        x_up = -lim if -lim > x_up else (lim if lim < x_up else x_up)
+        x_dn = -lim if -lim > x_dn else (lim if lim < x_dn else x_dn)
         # Bernstein radius of the residual sum, with its float error covered
         use_near = False
         delta = 0.0
@@ -906,24 +883,31 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
             c0 -= 4.0 * _U * (abs(x_dn) + abs(mu) + delta)
             a1 = np.int64(math.ceil(c1))             # N >= a1: class 1 unless R is low
             a2 = np.int64(math.floor(c0))            # N <= a2: class 0 unless R is high
-            v1, e1, v2, e2 = r_v[:nr], r_e[:nr], r_w[:nr], r_e[:nr]
-            charge = gamma
+            for i in range(nr):                      # round(q) for class 1, -round(q) for 0
+                f_v[i] = r_v[i]
+                c_v[i] = -r_v[i]
+                f_e[i] = r_e[i]
+                c_e[i] = r_e[i]
+            nf = nr
+            nc = nr
             method[p] = 2
         else:
             a1 = np.int64(math.floor(x_up)) + 1      # sum floor(q) >= a1: class 1
             a2 = np.int64(math.floor(x_dn))          # sum ceil(q) <= a2: class 0
-            v1, e1, v2, e2 = f_v[:nf], f_e[:nf], c_v[:nc], c_e[:nc]
-            charge = 0.0
             method[p] = 1
-        p1, buf, w1 = _mass_at_least(v1, e1, a1, beta, trim, buf)
-        p2, buf, w2 = _mass_at_least(v2, e2, -a2, beta, trim, buf)
-        if charge > 0.0:
-            p1 = max(0.0, np.nextafter(p1 - charge, -np.inf))
-            p2 = max(0.0, np.nextafter(p2 - charge, -np.inf))
-        states[p] = max(w1, w2)
+        p1, buf, w1 = _mass_at_least(f_v[:nf], f_e[:nf], a1, beta, trim, buf)
+        p2, buf, w2 = _mass_at_least(c_v[:nc], c_e[:nc], -a2, beta, trim, buf)
+        if use_near and gamma > 0.0:                 # charge gamma: R outside mu +- delta
+            p1 = np.nextafter(p1 - gamma, -np.inf)
+            p1 = p1 if p1 > 0.0 else 0.0
+            p2 = np.nextafter(p2 - gamma, -np.inf)
+            p2 = p2 if p2 > 0.0 else 0.0
+        states[p] = w2 if w2 > w1 else w1
         if s > 0.0:
             lo_b, up_c = p1, p2
         else:
             lo_b, up_c = p2, p1
-        lower[p] = max(0.0, np.nextafter(lo_b, -np.inf)) if lo_b > 0.0 else 0.0
-        upper[p] = min(1.0, np.nextafter(1.0 - up_c, np.inf))
+        lo_b = np.nextafter(lo_b, -np.inf) if lo_b > 0.0 else 0.0
+        lower[p] = lo_b if lo_b > 0.0 else 0.0
+        up_c = np.nextafter(1.0 - up_c, np.inf)
+        upper[p] = up_c if up_c < 1.0 else 1.0
