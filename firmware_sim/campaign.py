@@ -54,7 +54,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from ._kernels import _accumulate, _decode_accumulate, _majority_decode
+from ._kernels import _accumulate, _decode_accumulate
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
@@ -563,11 +563,16 @@ def _plain_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
     return run
 
 
+def _first_copies(device, tx):
+    """Copy 0 of every feature (t, n) uint8: the decoded features when the
+    copies agree."""
+    start = np.cumsum(device.copies) - device.copies
+    return np.ascontiguousarray(tx[:, start], dtype=np.uint8)
+
+
 def _nb_copies_agree(device, tx):
     """Every copy of a feature carries the feature's bit (what ``transmit`` sends)."""
-    dec = np.empty((tx.shape[0], device.n_features), np.uint8)
-    _majority_decode(tx, device._reps, dec)
-    return bool(np.array_equal(np.repeat(dec, device.copies, axis=1), tx))
+    return bool(np.array_equal(np.repeat(_first_copies(device, tx), device.copies, axis=1), tx))
 
 
 def _nb_pairs(device, width):
@@ -590,8 +595,7 @@ def _nb_additive_runner(device, tx, clean, y, fault, n_trials):
     (``_nb_outcomes``: a feature flips when more than r_j of its copies are in
     error); equal, trial for trial, to running the device loop on the noisy rows."""
     t, width = tx.shape
-    dec8 = np.empty((t, device.n_features), np.uint8)
-    _majority_decode(tx, device._reps, dec8)
+    dec8 = _first_copies(device, tx)         # = the majority: every copy agrees
     clean_acc = np.empty(t, np.int64)
     _accumulate(dec8, device._w, device.bias, clean_acc)
     swing = (1 - 2 * dec8.astype(np.int64)) * device._w.astype(np.int64)[None, :]
