@@ -707,6 +707,20 @@ class Interleave(Fault):
         self.fault.apply_inplace(wire, rng)
         bits[:, self.order] = wire
 
+    def error_masks(self, nrows, width, rng):
+        # the wrapped fault's masks (its draws for apply_inplace), bits moved to
+        # frame order; frame position order[k] is wire bit k
+        if not self.additive:
+            return super().error_masks(nrows, width, rng)      # raises TypeError
+        inner = self.fault.error_masks(nrows, width, rng)
+        wire = np.unpackbits(inner.astype("<u8", copy=False).view(np.uint8), axis=1,
+                             count=width, bitorder="little")
+        bits = np.empty_like(wire)
+        bits[:, self.order] = wire
+        masks = np.empty((nrows, _n_words(width)), np.uint64)
+        _pack_bits(bits, masks)
+        return masks
+
     @property
     def mean_flip_rate(self):
         return self.fault.mean_flip_rate
