@@ -33,7 +33,7 @@ def _splitmix_next(state):
 TABLE_BITS = 12
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _geometric_table(inv_log1mp, table):
     """Inversion table of ``floor(log(1 - u) / log(1 - p))``: ``table[b]`` is its
     value for every u in bin b (``[b, b + 1) / K``) when it is constant there,
@@ -89,7 +89,7 @@ def _lane_mask(lo, hi):
     return m << np.uint64(lo)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _eps_digits(eps, digits):
     """The exact binary expansion of a float eps in [0, 1) as word masks:
     ``digits[k]`` is all ones when digit k + 1 of eps is 1, else 0. Returns the
