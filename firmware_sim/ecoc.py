@@ -101,7 +101,7 @@ def _int_array(a, name, dtype, ndim):
 def _pack_rows(bits):
     n, m = bits.shape
     out = np.zeros((n, (m + 63) // 64), np.uint64)
-    _pack(np.ascontiguousarray(bits, dtype=bool).view(np.uint8), out)   # uint8: one kernel
+    _pack((np.asarray(bits).astype(np.int16) != 0).view(np.uint8), out)   # uint8: one kernel
     return out
 
 

@@ -55,7 +55,7 @@ def _accumulate(X, weights, bias, out):
     """Integer log-odds ``out[i] = bias + sum_j X[i, j] * weights[j]`` (int64).
 
     (``_decode_accumulate`` with every ``reps[j] = 0`` gives the same sums, but
-    its copy loop keeps this one from vectorising: about 13x slower.)"""
+    its loop over copies does not vectorise: about 13x slower.)"""
     t, n = X.shape
     for i in range(t):
         acc = bias
