@@ -115,7 +115,9 @@ def _partner_mass(s, strict, outer, m_out, inner, p_in, m_in, x_outer, cum, out)
         u = outer[a]
         while ptr > 0:
             w = inner[ptr - 1]
-            x = (s + u) + w if x_outer else (s + w) + u
+            xa = u if x_outer else w          # the x-half's sum, then the y-half's
+            xb = w if x_outer else u
+            x = (s + xa) + xb
             if x < 0.0 or (x == 0.0 and not strict):
                 break
             ptr -= 1
@@ -621,8 +623,9 @@ def _column_sums(values, total, pos, neg):
             acc[k] = 0.0
             acc_abs[k] = 0.0
         for r in range(t):
+            row = values[r, k0:k0 + width]    # a row slice: the loop vectorises
             for k in range(width):
-                v = values[r, k0 + k]
+                v = row[k]
                 acc[k] += v
                 acc_abs[k] += abs(v)
         for k in range(width):

@@ -208,9 +208,8 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     that grows as A decreases, so one sweep from the largest A down, with the
     running mass of that prefix (accumulated in ascending order, no
     cancellation), adds ``mass(A) * P(prefix)``; two alternating accumulators
-    keep the additions off one dependency chain.  The strict comparison
-    ``B < -x`` (S <= 0) is made as ``B <= nextafter(-x, -inf)``, the same
-    outcome for every float B, so both cases share one sweep.
+    keep the additions off one dependency chain.  The strict (S <= 0) and
+    the non-strict case share one sweep.
     """
     n = deltas.shape[1]
     h_max = (n + 1) // 2
@@ -272,14 +271,15 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
         cur = 0.0                             # mass of sb2[0:ptr]
         c0 = 0.0
         c1 = 0.0
+        le = not strict                       # change iff B < -(S' + A), or == (not strict)
+        while a != zero and not (sb2[0] < -(s + sa[a]) or (sb2[0] == -(s + sa[a]) and le)):
+            a -= one                          # no B changes the class
         while a != zero:
-            nx = -(s + sa[a])                 # change iff B <= nx (not strict)
-            if strict:                        # change iff B < nx, i.e. B <= the float below nx
-                nx = np.nextafter(nx, -np.inf) if nx > -np.inf else np.nan
-            while ptr < mb and sb2[ptr] <= nx:
+            nx = -(s + sa[a])
+            while ptr < mb and (sb2[ptr] < nx or (sb2[ptr] == nx and le)):
                 cur += pb2[ptr]
                 ptr += one
-            if a & one:                       # (adds +0.0 while no B changes the class)
+            if a & one:
                 c1 += pa[a] * cur
             else:
                 c0 += pa[a] * cur
@@ -517,42 +517,44 @@ def _move_window(buf, off, width, dst, new_off):
 
 
 @njit(**NJIT)
-def _convolve(buf, off, width, av, keep, ej, up):
+def _convolve_up(buf, off, width, av, keep, ej):
     """In place: the masses ``buf[off:off+width]`` of partial sums s..s+width-1
-    become those of s..s+width+av-1 after a feature that adds ``av > 0`` (``up``)
-    with probability ``ej`` (``keep = 1 - ej``).  Backward, so every read sees
-    an old value; unsigned indices (no wraparound checks, so LLVM vectorises).
-
-    Not ``up``: the feature subtracts ``av``; the window, already moved down to
-    start at ``off``, holds the old masses at ``buf[off+av:off+av+width]``;
-    forward, so every read sees an old value."""
+    become those of s..s+width+av-1 after a feature that adds ``av > 0`` with
+    probability ``ej`` (``keep = 1 - ej``).  Backward, so every read sees an
+    old value; unsigned indices (no wraparound checks, so LLVM vectorises)."""
     one = np.uint64(1)
-    zero = np.uint64(0)
     need = width + av
-    if up:
-        r = width
-        while r < need:
-            buf[off + r] = 0.0
-            r += one
-        r = need
-        while r > av:
-            r -= one
-            buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
-        while r > zero:
-            r -= one
-            buf[off + r] = keep * buf[off + r]
-    else:
-        r = zero
-        while r < av:
-            buf[off + r] = 0.0
-            r += one
-        r = zero
-        while r < width:
-            buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
-            r += one
-        while r < need:
-            buf[off + r] = keep * buf[off + r]
-            r += one
+    r = width
+    while r < need:
+        buf[off + r] = 0.0
+        r += one
+    r = need
+    while r > av:
+        r -= one
+        buf[off + r] = keep * buf[off + r] + ej * buf[off + r - av]
+    while r > np.uint64(0):
+        r -= one
+        buf[off + r] = keep * buf[off + r]
+
+
+@njit(**NJIT)
+def _convolve_down(buf, off, width, av, keep, ej):
+    """As :func:`_convolve_up` for a feature that subtracts ``av``: the window,
+    already moved down to start at ``off``, holds the old masses at
+    ``buf[off+av:off+av+width]``; forward, so every read sees an old value."""
+    one = np.uint64(1)
+    r = np.uint64(0)
+    while r < av:
+        buf[off + r] = 0.0
+        r += one
+    r = np.uint64(0)
+    while r < width:
+        buf[off + r] = keep * buf[off + r] + ej * buf[off + r + av]
+        r += one
+    need = width + av
+    while r < need:
+        buf[off + r] = keep * buf[off + r]
+        r += one
 
 
 @njit(**NJIT)
@@ -703,13 +705,15 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
             _move_window(buf, off, width, nbuf, noff)
             buf = nbuf
             off = noff
+        keep = 1.0 - ej
         if vj > 0:
             pos_rem -= vj
+            _convolve_up(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
         else:
             neg_rem -= vj
             off -= av
             lo_s -= av
-        _convolve(buf, np.uint64(off), np.uint64(width), np.uint64(av), 1.0 - ej, ej, vj > 0)
+            _convolve_down(buf, np.uint64(off), np.uint64(width), np.uint64(av), keep, ej)
         width = need
         if width > max_width:
             max_width = width
@@ -798,7 +802,9 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
         if tot < span:
             span = tot
         target = span / resolution
-        h = 2.0 ** math.floor(math.log2(target))
+        if not target < math.inf:
+            raise OverflowError("scp_bounds: the flip effects' range overflows float64")
+        h = math.ldexp(1.0, math.floor(math.log2(target)))      # exact power of two
         while h > target:
             h *= 0.5
         while 2.0 * h <= target:
