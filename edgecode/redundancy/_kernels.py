@@ -11,7 +11,8 @@ changes it by exactly ``(e' - e) I_j``: one influence per feature replaces the
 n SCP evaluations per step of a naive greedy.  Two ways to get all n of them:
 
 * ``_exact_influences`` -- meet in the middle (n up to ~30): the subset sums of
-  each half are generated sorted, with the bit mask of each subset; one sweep
+  each half are generated sorted, with the bit mask of each subset
+  (``edgecode._kernels._sorted_subset_sums``, shared with ``edgecode.scp``); one sweep
   gives every subset's partner mass, and summing it over the subsets that
   contain feature j gives P(change and j flipped).
 * ``_grid_*`` -- a discretised flip-sum law per point (any n): each flip
@@ -47,61 +48,20 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT, NJIT_NOGIL
+from .._kernels import _sorted_subset_sums  # shared with edgecode.scp
 
 # --------------------------------------------------------------------------
 # exact influences: meet in the middle with subset masks
 # --------------------------------------------------------------------------
 
 @njit(**NJIT)
-def _sorted_sums_masks(vals, probs, idx, start, stop, sums, masses, masks):
-    """Sorted subset sums of ``vals[idx[start:stop]]``, their probabilities and masks.
-
-    Doubling with an in-place merge from the back (the list for one more
-    feature is the merge of the list and the list shifted by its value); bit
-    ``q - start`` of a mask is set when feature ``idx[q]`` is in the subset.
-    Returns the list length ``2 ** (stop - start)``.
-    """
-    m = 1
-    sums[0] = 0.0
-    masses[0] = 1.0
-    masks[0] = 0
-    for q in range(start, stop):
-        j = idx[q]
-        d = vals[j]
-        e = probs[j]
-        keep = 1.0 - e
-        bit = np.int64(1) << (q - start)
-        i = m - 1
-        k = m - 1
-        w = 2 * m - 1
-        while k >= 0:
-            shifted = sums[k] + d
-            if i >= 0 and sums[i] > shifted:
-                sums[w] = sums[i]
-                masses[w] = masses[i] * keep
-                masks[w] = masks[i]
-                i -= 1
-            else:
-                pm = masses[k] * e
-                mk = masks[k] | bit
-                sums[w] = shifted
-                masses[w] = pm
-                masks[w] = mk
-                k -= 1
-            w -= 1
-        for r in range(i + 1):
-            masses[r] *= keep
-        m *= 2
-    return m
-
-
-@njit(**NJIT)
 def _partner_mass(s, strict, outer, m_out, inner, p_in, m_in, x_outer, cum, out):
     """``out[a]`` = mass (``p_in``) of the inner subsets that change the class
-    together with outer subset a; ``cum`` is scratch of ``m_in + 1`` slots.
+    together with outer subset a (the lists of ``_sorted_subset_sums``, at
+    ``[1:m+1]``: subset a is at a + 1); ``cum`` is scratch of ``m_in + 1`` slots.
 
     The class changes iff ``(s + x) + y <= 0`` (``< 0`` if strict), x the sum
-    of the first half's subset (``outer[a]`` if ``x_outer``, else the inner
+    of the first half's subset (the outer one if ``x_outer``, else the inner
     one) and y the second half's; for increasing outer sums the changing inner
     subsets form a shrinking prefix of the sorted inner list.  Both sweeps of
     a point (x outer, then y outer) use this one expression, so they agree on
@@ -109,12 +69,12 @@ def _partner_mass(s, strict, outer, m_out, inner, p_in, m_in, x_outer, cum, out)
     """
     cum[0] = 0.0
     for b in range(m_in):
-        cum[b + 1] = cum[b] + p_in[b]
+        cum[b + 1] = cum[b] + p_in[b + 1]
     ptr = m_in
     for a in range(m_out):
-        u = outer[a]
+        u = outer[a + 1]
         while ptr > 0:
-            w = inner[ptr - 1]
+            w = inner[ptr]
             xa = u if x_outer else w          # the x-half's sum, then the y-half's
             xb = w if x_outer else u
             x = (s + xa) + xb
@@ -139,12 +99,12 @@ def _exact_influences(margin, deltas, eps, infl, change, start, stop):
     cap = 1 << ((n + 1) // 2)
     vals = np.empty(n)
     idx = np.empty(n, np.int64)
-    sa = np.empty(cap)
-    pa = np.empty(cap)
-    ka = np.empty(cap, np.int64)
-    sb = np.empty(cap)
-    pb = np.empty(cap)
-    kb = np.empty(cap, np.int64)
+    sa = np.empty(cap + 1)               # the lists at [1:m+1], behind a sentinel
+    pa = np.empty(cap + 1)
+    ka = np.empty(cap + 1, np.int64)
+    sb = np.empty(cap + 1)
+    pb = np.empty(cap + 1)
+    kb = np.empty(cap + 1, np.int64)
     cum = np.empty(cap + 1)
     ga = np.empty(cap)
     gb = np.empty(cap)
@@ -167,25 +127,25 @@ def _exact_influences(margin, deltas, eps, infl, change, start, stop):
             change[p] = 0.0
             continue
         h1 = na // 2
-        ma = _sorted_sums_masks(vals, eps, idx, np.int64(0), h1, sa, pa, ka)
-        mb = _sorted_sums_masks(vals, eps, idx, h1, np.int64(na), sb, pb, kb)
+        ma = np.int64(_sorted_subset_sums(vals, eps, idx, np.int64(0), h1, sa, pa, ka, x_outer))
+        mb = np.int64(_sorted_subset_sums(vals, eps, idx, h1, np.int64(na), sb, pb, kb, x_outer))
         _partner_mass(s, strict, sa, ma, sb, pb, mb, x_outer, cum, ga)
         _partner_mass(s, strict, sb, mb, sa, pa, ma, y_outer, cum, gb)
         c = 0.0
         for a in range(ma):
-            c += pa[a] * ga[a]
+            c += pa[a + 1] * ga[a]
         change[p] = c
         # P(change and feature j flipped): the first half's subsets, then the second's
         for q in range(na):
             w1[q] = 0.0
         for a in range(ma + mb):
             if a < ma:
-                v = pa[a] * ga[a]
-                mk = ka[a]
+                v = pa[a + 1] * ga[a]
+                mk = ka[a + 1]
                 q = 0
             else:
-                v = pb[a - ma] * gb[a - ma]
-                mk = kb[a - ma]
+                v = pb[a - ma + 1] * gb[a - ma]
+                mk = kb[a - ma + 1]
                 q = h1
             if v == 0.0:
                 continue
@@ -414,17 +374,6 @@ def _grid_spectrum(lo, rows, keys, levels, n_levels, roots, phi, start, stop):
 
 
 @njit(**NJIT)
-def _max_step(F):
-    """Largest cell mass of a CDF (its largest increment)."""
-    best = F[0]
-    for z in range(1, F.shape[0]):
-        v = F[z] - F[z - 1]
-        if v > best:
-            best = v
-    return best
-
-
-@njit(**NJIT)
 def _shift_cdf(F, q, e_old, e_new):
     """Move one CDF from ``(1 - e_old) + e_old S^q`` to ``(1 - e_new) + e_new S^q``.
 
@@ -497,7 +446,12 @@ def _grid_step(margin, deltas, j, e_old, e_new, rows, h, xtau, ratio, phi, cdf, 
         if in_place and abs(q) < cdf.shape[1]:
             F = cdf[r]
             _shift_cdf(F, q, e_old, e_new)
-            pmax[r] = _max_step(F)
+            best = F[0]                   # the largest cell mass (CDF increment)
+            for z in range(1, F.shape[0]):
+                v = F[z] - F[z - 1]
+                if v > best:
+                    best = v
+            pmax[r] = best
             change[p] = _cdf_at(F, xtau[p])
 
 

@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT, NJIT_NOGIL
+from .._kernels import _sorted_subset_sums  # shared with edgecode.redundancy
 
 _U = 2.0 ** -53  # unit roundoff of float64
 
@@ -49,51 +50,6 @@ _U = 2.0 ** -53  # unit roundoff of float64
 # with a signed index, which cost 30% of the meet in the middle's time.  Every
 # constant mixed with these indices is a ``np.uint64`` too (uint64 with int64
 # would be float64 in numba).
-
-@njit(**NJIT)
-def _sorted_subset_sums(vals, probs, idx, start, stop, sums, masses):
-    """Sorted subset sums of ``vals[idx[start:stop]]`` with their probabilities.
-
-    Doubling: the list for features f_1..f_i is the merge of the (sorted) list
-    for f_1..f_{i-1} and the same list shifted by D_{f_i}; the merge is done in
-    place from the back.  The list is stored at ``sums[1:m+1]`` (ascending)
-    and ``masses[1:m+1]`` behind a -inf sentinel at ``sums[0]``, so the buffers
-    need ``2**(stop-start) + 1`` slots.  Returns m = 2**(stop-start) (uint64).
-    """
-    one = np.uint64(1)
-    zero = np.uint64(0)
-    m = one
-    sums[0] = -np.inf          # the unshifted list is never taken past its start
-    sums[1] = 0.0
-    masses[1] = 1.0
-    for q in range(start, stop):
-        j = idx[q]
-        d = vals[j]
-        e = probs[j]
-        keep = 1.0 - e
-        i = m                  # last unread element of the unshifted list
-        k = m                  # last unread element of the shifted list
-        w = m + m              # write position
-        while k != zero:
-            su = sums[i]
-            sh = sums[k] + d
-            if su > sh:
-                sums[w] = su
-                masses[w] = masses[i] * keep
-                i -= one
-            else:
-                sums[w] = sh
-                masses[w] = masses[k] * e
-                k -= one
-            w -= one
-        # the unshifted elements 1..i are already in place (w == i)
-        r = one
-        while r <= i:
-            masses[r] *= keep
-            r += one
-        m = m + m
-    return m
-
 
 @njit(**NJIT)
 def _last_level(sums, masses, m, d, e, out_sums, out_masses):
@@ -171,20 +127,22 @@ def _exact_keys(margin, dbits, eps, keys):
 
 @njit(**NJIT)
 def _same_half(idx, vals, lo, hi, saved_idx, saved_vals, saved_len):
-    """Whether features idx[lo:hi] with values vals[idx] are the saved half
-    (``saved_len`` long); if they are not, they become the saved half."""
-    same = hi - lo == saved_len
-    if same:
-        for q in range(lo, hi):
-            j = idx[q]
-            if j != saved_idx[q - lo] or vals[j] != saved_vals[q - lo]:
-                same = False
-                break
-    if not same:
-        for q in range(lo, hi):
-            saved_idx[q - lo] = idx[q]
-            saved_vals[q - lo] = vals[idx[q]]
-    return same
+    """Whether features idx[lo:hi] with values vals[idx] are the saved half."""
+    if hi - lo != saved_len:
+        return False
+    for q in range(lo, hi):
+        j = idx[q]
+        if j != saved_idx[q - lo] or vals[j] != saved_vals[q - lo]:
+            return False
+    return True
+
+
+@njit(**NJIT)
+def _save_half(idx, vals, lo, hi, saved_idx, saved_vals):
+    for q in range(lo, hi):
+        saved_idx[q - lo] = idx[q]
+        saved_vals[q - lo] = vals[idx[q]]
+    return hi - lo
 
 
 @njit(**NJIT_NOGIL)
@@ -208,8 +166,7 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     that grows as A decreases, so one sweep from the largest A down, with the
     running mass of that prefix (accumulated in ascending order, no
     cancellation), adds ``mass(A) * P(prefix)``; two alternating accumulators
-    keep the additions off one dependency chain.  The strict (S <= 0) and
-    the non-strict case share one sweep.
+    keep the additions off one dependency chain.
     """
     n = deltas.shape[1]
     h_max = (n + 1) // 2
@@ -222,6 +179,7 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     pb2 = np.empty(cap)
     idx = np.empty(n, np.int64)
     vals = np.empty(n)
+    no_masks = np.empty(1, np.int64)     # (_sorted_subset_sums without masks)
     a_idx = np.empty(n, np.int64)        # the halves now listed, and the point
     a_val = np.empty(n)
     b_idx = np.empty(n, np.int64)
@@ -231,6 +189,7 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
     prev_s = -1.0                        # s >= 0 after normalisation: never matches
     prev_strict = False
     prev_out = 0.0
+    masks_off = np.bool_(False)
     ma = np.uint64(0)
     mb = np.uint64(0)
     one = np.uint64(1)
@@ -253,37 +212,50 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
         h1 = na // 2                          # B has na - h1 >= 1 features
         first = np.int64(0)
         same_a = _same_half(idx, vals, first, h1, a_idx, a_val, a_len)
-        a_len = h1
         end = np.int64(na)
         same_b = _same_half(idx, vals, h1, end, b_idx, b_val, b_len)
-        b_len = end - h1
         if same_a and same_b and s == prev_s and strict == prev_strict:
             out[p] = prev_out
             continue
         if not same_a:
-            ma = _sorted_subset_sums(vals, eps, idx, first, h1, sa, pa)
+            ma = _sorted_subset_sums(vals, eps, idx, first, h1, sa, pa, no_masks, masks_off)
+            a_len = _save_half(idx, vals, first, h1, a_idx, a_val)
         if not same_b:
-            mb = _sorted_subset_sums(vals, eps, idx, h1, na - 1, sb, pb)
+            mb = _sorted_subset_sums(vals, eps, idx, h1, na - 1, sb, pb, no_masks, masks_off)
             jl = idx[na - 1]
             mb = _last_level(sb, pb, mb, vals[jl], eps[jl], sb2, pb2)
+            b_len = _save_half(idx, vals, h1, end, b_idx, b_val)
         a = ma
         ptr = zero
         cur = 0.0                             # mass of sb2[0:ptr]
         c0 = 0.0
         c1 = 0.0
-        le = not strict                       # change iff B < -(S' + A), or == (not strict)
-        while a != zero and not (sb2[0] < -(s + sa[a]) or (sb2[0] == -(s + sa[a]) and le)):
-            a -= one                          # no B changes the class
-        while a != zero:
-            nx = -(s + sa[a])
-            while ptr < mb and (sb2[ptr] < nx or (sb2[ptr] == nx and le)):
-                cur += pb2[ptr]
-                ptr += one
-            if a & one:
-                c1 += pa[a] * cur
-            else:
-                c0 += pa[a] * cur
-            a -= one
+        if strict:                            # change iff (S' + A) + B < 0
+            while a != zero and not (sb2[0] < -(s + sa[a])):
+                a -= one                      # no B changes the class
+            while a != zero:
+                nx = -(s + sa[a])
+                while ptr < mb and sb2[ptr] < nx:
+                    cur += pb2[ptr]
+                    ptr += one
+                if a & one:
+                    c1 += pa[a] * cur
+                else:
+                    c0 += pa[a] * cur
+                a -= one
+        else:                                 # change iff (S' + A) + B <= 0
+            while a != zero and not (sb2[0] <= -(s + sa[a])):
+                a -= one
+            while a != zero:
+                nx = -(s + sa[a])
+                while ptr < mb and sb2[ptr] <= nx:
+                    cur += pb2[ptr]
+                    ptr += one
+                if a & one:
+                    c1 += pa[a] * cur
+                else:
+                    c0 += pa[a] * cur
+                a -= one
         prev_out = c0 + c1
         prev_s = s
         prev_strict = strict
@@ -505,18 +477,6 @@ def _scp_approx_change(margin, deltas, eps, k, shift, hybrid, tail, max_cells, o
 # --------------------------------------------------------------------------
 
 @njit(**NJIT)
-def _move_window(buf, off, width, dst, new_off):
-    """Copy ``buf[off:off+width]`` to ``dst[new_off:new_off+width]`` (overlap-safe
-    when ``dst`` is ``buf``)."""
-    if new_off <= off:
-        for i in range(width):
-            dst[new_off + i] = buf[off + i]
-    else:
-        for i in range(width - 1, -1, -1):
-            dst[new_off + i] = buf[off + i]
-
-
-@njit(**NJIT)
 def _convolve_up(buf, off, width, av, keep, ej):
     """In place: the masses ``buf[off:off+width]`` of partial sums s..s+width-1
     become those of s..s+width+av-1 after a feature that adds ``av > 0`` with
@@ -702,7 +662,12 @@ def _mass_at_least(v, e, tau, beta, trim, buf):
                 cap = 2 * (need + 2)
                 nbuf = np.empty(cap)
             noff = (cap - need) // 2 + (av if vj < 0 else 0)
-            _move_window(buf, off, width, nbuf, noff)
+            if noff <= off:                  # overlap-safe when nbuf is buf
+                for r in range(width):
+                    nbuf[noff + r] = buf[off + r]
+            else:
+                for r in range(width - 1, -1, -1):
+                    nbuf[noff + r] = buf[off + r]
             buf = nbuf
             off = noff
         keep = 1.0 - ej
