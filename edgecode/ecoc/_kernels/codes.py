@@ -6,7 +6,8 @@ The kernels, one job each:
   of a small-integer matrix (call it on the transpose for columns).
 * ``_sylvester_fill``  -- entries of the N-ary Sylvester matrix M_k(N) at chosen
   row and column indices, from their base-N digits.
-* ``_canonical_rows``, ``_min_offdiag``, ``_draw_valid`` -- helpers.
+* ``_canonical_rows``, ``_min_offdiag`` -- helpers (``_relabel``: one row's
+  canonical form).
 * ``_random_search``   -- best of K random matrices by row or total distance,
   drawn valid (no equal rows, no constant or relabel-equivalent columns).
 * ``_swap_climb``      -- the adaptive truncation's hill climb over kept rows/columns.
@@ -32,9 +33,13 @@ def _pair_distances(A, exact, out):
     """Fill ``out[i, j]`` (int64, shape (r, r)) with doubled distances of rows of A.
 
     ``exact=False``: the -1 rule above; ``exact=True``: 2 * #unequal symbols.
-    The diagonal is set to 0.  ``A`` is C-contiguous int8 or int16.
+    The diagonal is set to 0.  ``A`` is C-contiguous int8 or int16.  Returns
+    (minimum over i < j, number of pairs at it), (-1, 0) if r < 2, as
+    ``_min_offdiag(out)``.
     """
     r, n = A.shape
+    best = -1
+    cnt = 0
     ternary = False
     if not exact:
         for i in range(r):
@@ -65,6 +70,12 @@ def _pair_distances(A, exact, out):
                 s = 2 * s
             out[i, j] = s
             out[j, i] = s
+            if best < 0 or s < best:
+                best = s
+                cnt = 1
+            elif s == best:
+                cnt += 1
+    return best, cnt
 
 
 @njit(**NJIT)
@@ -85,6 +96,24 @@ def _min_offdiag(D):
 
 
 @njit(**NJIT)
+def _relabel(a, out, lab):
+    """``out`` = the vector ``a`` with its used symbols relabelled by order of first
+    appearance (-1 kept); ``lab`` is scratch longer than the largest symbol."""
+    for s in range(lab.shape[0]):
+        lab[s] = -1
+    nxt = 0
+    for k in range(a.shape[0]):
+        s = a[k]
+        if s < 0:
+            out[k] = s
+        else:
+            if lab[s] < 0:
+                lab[s] = nxt
+                nxt += 1
+            out[k] = lab[s]
+
+
+@njit(**NJIT)
 def _canonical_rows(A, out):
     """Relabel each row's used symbols by order of first appearance (-1 kept).
 
@@ -100,17 +129,7 @@ def _canonical_rows(A, out):
                 N = A[i, k] + 1
     lab = np.empty(N, np.int64)
     for i in range(r):
-        lab[:] = -1
-        nxt = 0
-        for k in range(n):
-            s = A[i, k]
-            if s < 0:
-                out[i, k] = s
-            else:
-                if lab[s] < 0:
-                    lab[s] = nxt
-                    nxt += 1
-                out[i, k] = lab[s]
+        _relabel(A[i], out[i], lab)
 
 
 # ---------------------------------------------------------------- Sylvester
@@ -118,26 +137,20 @@ def _canonical_rows(A, out):
 
 @njit(**NJIT)
 def _sylvester_fill(rows, cols, base, N, k, out):
-    """``out[i, j] = sum_d base[u_d, v_d] mod N`` for u = digits(rows[i]), v = digits(cols[j])."""
-    nr = rows.shape[0]
-    nc = cols.shape[0]
+    """``out[i, j] = sum_d base[u_d, v_d] mod N`` for u = digits(rows[i]), v = digits(cols[j])
+    (``base`` is M_1(N), entries 0..N-1; rows by ``_line``)."""
+    dv = np.empty((cols.shape[0], k), np.int64)
     du = np.empty(k, np.int64)
-    dv = np.empty((nc, k), np.int64)
-    for j in range(nc):
+    line = np.empty(cols.shape[0], np.int64)
+    for j in range(cols.shape[0]):
         x = cols[j]
         for d in range(k):
             dv[j, d] = x % N
             x //= N
-    for i in range(nr):
-        x = rows[i]
-        for d in range(k):
-            du[d] = x % N
-            x //= N
-        for j in range(nc):
-            s = 0
-            for d in range(k):
-                s += base[du[d], dv[j, d]]
-            out[i, j] = s % N
+    for i in range(rows.shape[0]):
+        _line(base, rows[i], N, du, dv, line, np.bool_(False))
+        for j in range(cols.shape[0]):
+            out[i, j] = line[j]
 
 
 # ---------------------------------------------------------------- random numbers
@@ -169,70 +182,15 @@ def _randint(state, m):
 
 
 @njit(**NJIT)
-def _draw_valid(N, p_unused, state, cur, AT, canon_T, scratch, col_tries):
-    """Draw ``cur`` column by column: each column is redrawn (up to ``col_tries``
-    times) until it has two distinct used symbols and is not equal, up to a
-    relabelling of symbols, to an earlier column.  Returns False on failure.
-    """
-    c, n = cur.shape
-    for k in range(n):
-        ok = False
-        for _ in range(col_tries):
-            first = -1
-            two = False
-            for i in range(c):
-                if p_unused > 0.0 and _uniform(state) < p_unused:
-                    s = -1
-                else:
-                    s = _randint(state, N)
-                AT[k, i] = s
-                if s >= 0:
-                    if first < 0:
-                        first = s
-                    elif s != first:
-                        two = True
-            if not two:
-                continue
-            # canonical form of the new column, compared with the earlier ones
-            scratch[:] = -1
-            nxt = 0
-            for i in range(c):
-                s = AT[k, i]
-                if s < 0:
-                    canon_T[k, i] = s
-                else:
-                    if scratch[s] < 0:
-                        scratch[s] = nxt
-                        nxt += 1
-                    canon_T[k, i] = scratch[s]
-            dup = False
-            for q in range(k):
-                same = True
-                for i in range(c):
-                    if canon_T[q, i] != canon_T[k, i]:
-                        same = False
-                        break
-                if same:
-                    dup = True
-                    break
-            if not dup:
-                ok = True
-                break
-        if not ok:
-            return False
-        for i in range(c):
-            cur[i, k] = AT[k, i]
-    return True
-
-
-@njit(**NJIT)
 def _random_search(N, p_unused, n_draws, max_attempts, criterion, state, best, cur):
     """Best of ``n_draws`` valid random matrices into ``best`` (shape (c, n)).
 
     Entries are -1 with probability ``p_unused``, else uniform in {0..N-1};
-    columns are drawn valid (see ``_draw_valid``), a draw with two equal rows
-    is redrawn.  ``criterion`` 0: largest d_r; 1: largest d_T = d_r + d_c;
-    ties go to the draw with fewer pairs at the minimum.  At most
+    columns are drawn valid (each redrawn, up to 1000 times, until it has two
+    distinct used symbols and is not equal, up to a relabelling of symbols,
+    to an earlier column), a draw with two equal rows is redrawn.
+    ``criterion`` 0: largest d_r; 1: largest d_T = d_r + d_c; ties go to the
+    draw with fewer pairs at the minimum.  At most
     ``max_attempts`` draws in all.  Returns (number of valid draws, best score
     as doubled distance or -1).
     """
@@ -248,18 +206,52 @@ def _random_search(N, p_unused, n_draws, max_attempts, criterion, state, best, c
     attempts = 0
     while valid < n_draws and attempts < max_attempts:
         attempts += 1
-        if not _draw_valid(N, p_unused, state, cur, AT, canon_T, scratch, 1000):
+        ok = True                   # n = 0: a valid draw
+        for k in range(n):
+            ok = False
+            for _ in range(1000):
+                first = -1
+                two = False
+                for i in range(c):
+                    if p_unused > 0.0 and _uniform(state) < p_unused:
+                        s = -1
+                    else:
+                        s = _randint(state, N)
+                    AT[k, i] = s
+                    if s >= 0:
+                        if first < 0:
+                            first = s
+                        elif s != first:
+                            two = True
+                if not two:
+                    continue
+                _relabel(AT[k], canon_T[k], scratch)
+                ok = True
+                for q in range(k):
+                    same = True
+                    for i in range(c):
+                        if canon_T[q, i] != canon_T[k, i]:
+                            same = False
+                            break
+                    if same:
+                        ok = False
+                        break
+                if ok:
+                    break
+            if not ok:
+                break
+            for i in range(c):
+                cur[i, k] = AT[k, i]
+        if not ok:
             continue
-        _pair_distances(cur, np.bool_(True), Dr)   # np.bool_: not a literal (one version)
-        if c > 1 and _min_offdiag(Dr)[0] == 0:
+        # np.bool_: not a literal (one version)
+        if _pair_distances(cur, np.bool_(True), Dr)[0] == 0:
             continue
         valid += 1
-        _pair_distances(cur, np.bool_(False), Dr)
-        dr, cnt = _min_offdiag(Dr)
+        dr, cnt = _pair_distances(cur, np.bool_(False), Dr)
         score = dr
         if criterion == 1:
-            _pair_distances(AT, np.bool_(False), Dc)
-            dc, cnt2 = _min_offdiag(Dc)
+            dc, cnt2 = _pair_distances(AT, np.bool_(False), Dc)
             if n < 2:
                 dc, cnt2 = 0, 0
             score = dr + dc
@@ -293,7 +285,7 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
     ``energy[0]``, ``width[0]``, ``T[0]``; ``stats`` counts (proposed, accepted).
     """
     c, max_width = M.shape
-    newcol = np.empty(c, np.int8)
+    col = np.empty(c, np.int8)
     E = energy[0]
     t = T[0]
     for _ in range(n_temps):
@@ -301,7 +293,10 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
             stats[0] += 1
             z = _uniform(state)
             w = width[0]
-            if z < p_flip:
+            flip = z < p_flip
+            add = z < p_flip + p_add
+            dE = 0.0
+            if flip:
                 i = _randint(state, c)
                 k = _randint(state, w)
                 b = M[i, k]
@@ -309,15 +304,43 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
                 o = ones[k] + (1 - 2 * b)
                 if o <= 0 or o >= c:
                     continue
-                dE = 0.0
                 for j in range(c):
                     if j != i:
                         d = D[i, j]
                         nd = d + 1 if M[j, k] == b else d - 1
                         dE += inv2[nd] - inv2[d]
-                if dE <= 0.0 or _uniform(state) < np.exp(-dE / t):
+            else:
+                if add:                     # a random non-constant column in slot w
+                    if w >= max_width:
+                        continue
+                    k = w
+                    o = 0
+                    for i in range(c):
+                        col[i] = np.int8(_next(state) >> np.uint64(63))
+                        o += col[i]
+                    if o == 0 or o == c:
+                        continue
+                else:                       # column k out, the last one into its slot
+                    if w <= min_width:
+                        continue
+                    k = _randint(state, w)
+                    for i in range(c):
+                        col[i] = M[i, k]
+                        M[i, k] = M[i, w - 1]
+                    o = ones[w - 1]
+                # every pair of rows the column separates moves by one
+                step = 1 if add else -1
+                for i in range(c):
+                    for j in range(i + 1, c):
+                        if col[i] != col[j]:
+                            dE += inv2[D[i, j] + step] - inv2[D[i, j]]
+            ok = dE <= 0.0 or _uniform(state) < np.exp(-dE / t)      # Metropolis
+            if ok:
+                ones[k] = o
+                E += dE
+                stats[1] += 1
+                if flip:
                     M[i, k] = 1 - b
-                    ones[k] = o
                     for j in range(c):
                         if j != i:
                             if M[j, k] == b:
@@ -325,134 +348,178 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
                             else:
                                 D[i, j] -= 1
                             D[j, i] = D[i, j]
-                    E += dE
-                    stats[1] += 1
-            elif z < p_flip + p_add:
-                if w >= max_width:
-                    continue
-                o = 0
-                for i in range(c):
-                    newcol[i] = np.int8(_next(state) >> np.uint64(63))
-                    o += newcol[i]
-                if o == 0 or o == c:
-                    continue
-                dE = 0.0
-                for i in range(c):
-                    for j in range(i + 1, c):
-                        if newcol[i] != newcol[j]:
-                            dE += inv2[D[i, j] + 1] - inv2[D[i, j]]
-                if dE <= 0.0 or _uniform(state) < np.exp(-dE / t):
-                    for i in range(c):
-                        M[i, w] = newcol[i]
-                        for j in range(i + 1, c):
-                            if newcol[i] != newcol[j]:
-                                D[i, j] += 1
-                                D[j, i] = D[i, j]
-                    ones[w] = o
-                    width[0] = w + 1
-                    E += dE
-                    stats[1] += 1
-            else:
-                if w <= min_width:
-                    continue
-                k = _randint(state, w)
-                dE = 0.0
-                for i in range(c):
-                    for j in range(i + 1, c):
-                        if M[i, k] != M[j, k]:
-                            dE += inv2[D[i, j] - 1] - inv2[D[i, j]]
-                if dE <= 0.0 or _uniform(state) < np.exp(-dE / t):
+                else:
+                    width[0] = w + 1 if add else w - 1
                     for i in range(c):
                         for j in range(i + 1, c):
-                            if M[i, k] != M[j, k]:
-                                D[i, j] -= 1
+                            if col[i] != col[j]:
+                                D[i, j] += step
                                 D[j, i] = D[i, j]
-                    # move the last column into slot k
-                    for i in range(c):
-                        M[i, k] = M[i, w - 1]
-                    ones[k] = ones[w - 1]
-                    width[0] = w - 1
-                    E += dE
-                    stats[1] += 1
+            if not flip and add == ok:      # the added column in, or column k back if refused
+                for i in range(c):
+                    M[i, k] = col[i]
         t *= cooling
     energy[0] = E
     T[0] = t
 
 
 # ---------------------------------------------------------------- truncation hill climb
+#
+# The climb keeps the piece both ways round, A (c, n) and AT (n, c), so that a
+# column swap is a row swap of AT: one code path for both sides.  Every array
+# is int64 (one allocation signature).
 
 
 @njit(**NJIT)
-def _entry(u, v, base, N, k):
-    s = 0
-    for _ in range(k):
-        s += base[u % N, v % N]
-        u //= N
-        v //= N
-    return s % N
-
-
-@njit(**NJIT)
-def _col_hash(A, p, seen):
-    """64-bit FNV hash of column p of A (symbols 0..N-1) relabelled by first appearance.
-
-    Equal up to a relabelling of symbols => equal hashes (the climb treats
-    equal hashes as equivalent columns, so a collision only costs a move).
-    ``seen`` is scratch of length N.
+def _line(base, x, N, dx, digs, out, col):
+    """Digits of the index x (base N, lowest first) into ``dx``; then
+    ``out[j] = sum_t base[dx[t], digs[j, t]] mod N`` for every row j of
+    ``digs``: the row x of M_k(N) at the columns of those digits (``col``:
+    ``base[digs[j, t], dx[t]]``, the column x at those rows).  ``base`` is
+    M_1(N), entries 0..N-1.
     """
-    c = A.shape[0]
-    seen[:] = -1
-    h = np.uint64(1469598103934665603)
-    nxt = 0
-    for i in range(c):
-        s = A[i, p]
-        if seen[s] < 0:
-            seen[s] = nxt
-            nxt += 1
-        h = (h ^ np.uint64(seen[s] + 1)) * np.uint64(1099511628211)
-    return h
+    for t in range(dx.shape[0]):
+        dx[t] = x % N
+        x //= N
+    for j in range(digs.shape[0]):
+        s = 0
+        for t in range(dx.shape[0]):
+            a = dx[t]
+            b = digs[j, t]
+            s += base[b, a] if col else base[a, b]
+            if s >= N:
+                s -= N
+        out[j] = s
 
 
 @njit(**NJIT)
-def _key(Dr, Dc, hashes, A, out):
-    """out = (violations, d_T, pairs at minima) of the current state."""
-    c, n = A.shape
-    viol = 0
-    mr = -1
-    cr = 0
-    for i in range(c):
-        for j in range(i + 1, c):
-            v = Dr[i, j]
-            if v == 0:
-                viol += 1
-            if mr < 0 or v < mr:
-                mr = v
-                cr = 1
-            elif v == mr:
-                cr += 1
-    mc = -1
-    cc = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            v = Dc[i, j]
-            if hashes[i] == hashes[j]:
-                viol += 1
-            if mc < 0 or v < mc:
-                mc = v
-                cc = 1
-            elif v == mc:
-                cc += 1
+def _hmin(h):
+    """(smallest value present in histogram ``h``, its count); (-1, 0) if empty."""
+    for v in range(h.shape[0]):
+        if h[v] > 0:
+            return v, h[v]
+    return -1, 0
+
+
+@njit(**NJIT)
+def _put(L, O, l, z, old, D, h, t, undo):
+    """Line l of the piece becomes z (row l of L, column l of O = L transposed);
+    its previous entries go to ``old``.
+
+    Row and column l of the distance table ``D`` get the distances of the
+    rows of L to z (``undo``: get ``t``, the values before the last call),
+    their previous values go to ``t``, and the histogram ``h`` of ``D`` over
+    pairs i < j follows.  Returns the new minimum of ``h`` and its count.
+    """
+    for j in range(L.shape[1]):
+        old[j] = L[l, j]
+        L[l, j] = z[j]
+        O[j, l] = z[j]
+    for m in range(L.shape[0]):
+        if m != l:
+            if undo:
+                v = t[m]
+            else:
+                v = 0
+                for p in range(L.shape[1]):
+                    v += L[m, p] != z[p]
+            a = D[l, m]
+            h[a] -= 1
+            h[v] += 1
+            D[l, m] = v
+            D[m, l] = v
+            t[m] = a
+    return _hmin(h)
+
+
+@njit(**NJIT)
+def _other_side(D, a, b, h, low, apply, slack, need, room):
+    """(minimum or -1, pairs at it) of ``D + [a_i != a_j] - [b_i != b_j]`` over
+    pairs i < j: the other side's distances when one line changes from b to a.
+
+    Each pair moves by at most 1, so the new minimum is m - 1, m or m + 1 for
+    m the minimum of the histogram ``h`` of D, and only the pairs within 2 of
+    m count: ``low`` lists them, and maybe a few more (i, j interleaved from
+    ``low[1]``; ``low[0]`` is the used length).  When m >= 2 and ``slack``
+    (violations still allowed) is <= 0, the swap can only win by a minimum
+    above ``need``, or at ``need`` with fewer than ``room`` pairs: (-1, 0) is
+    returned as soon as it cannot.  ``apply``: also write the new distances
+    into D and h, and list in ``low`` the pairs up to m + 3 (those within 2 of
+    the new minimum, which is >= m - 1, and maybe a few more).
+    """
+    m = _hmin(h)[0]
+    if m < 2 or slack > 0 or apply:     # no early stop
+        need = m - 2
+    elif slack < 0:
+        return -1, 0
+    # the most pairs that may fall to m - 1, stay at m, rise to m + 1
+    big = low.shape[0]
+    room = max(room - 1, 0)
+    c0 = (need < m - 1) * big + (need == m - 1) * room
+    c1 = (need < m) * big + (need == m) * room
+    c2 = (need < m + 1) * big + (need == m + 1) * room
+    lo = 0
+    mid = 0
+    hi = 0
+    for s in range(1, low[0], 2):
+        i = low[s]
+        j = low[s + 1]
+        v = D[i, j] + (np.int64(a[i] != a[j]) - np.int64(b[i] != b[j]))
+        lo += v == m - 1
+        mid += v == m
+        hi += v == m + 1
+        if (lo > c0) | (mid > c1) | (hi > c2):
+            return -1, 0
+    if apply:           # the new minimum is >= m - 1: keep the pairs up to m + 3
+        low[0] = 1
+        for i in range(D.shape[0]):
+            for j in range(i + 1, D.shape[0]):
+                v = D[i, j] + (np.int64(a[i] != a[j]) - np.int64(b[i] != b[j]))
+                h[D[i, j]] -= 1
+                h[v] += 1
+                D[i, j] = v
+                D[j, i] = v
+                if v <= m + 3:
+                    low[low[0]] = i
+                    low[low[0] + 1] = j
+                    low[0] += 2
+    if lo > 0:
+        return m - 1, lo
+    if mid > 0:
+        return m, mid
+    if hi > 0:
+        return m + 1, hi
+    return -1, 0
+
+
+@njit(**NJIT)
+def _column_violations(AT, N):
+    """Constant columns + pairs of columns equal up to a relabelling of symbols.
+
+    Columns are the rows of ``AT`` (symbols 0..N-1).  Each gets the 64-bit FNV
+    hash of its relabelling by first appearance (int64 arithmetic, wrapping);
+    equal hashes count as equivalent columns, so a collision only costs a move.
+    """
+    n, c = AT.shape
+    seen = np.empty(N, np.int64)
+    hashes = np.empty(n, np.int64)
+    v = 0
     for p in range(n):
-        const = True
-        for i in range(1, c):
-            if A[i, p] != A[0, p]:
-                const = False
-                break
-        if const:
-            viol += 1
-    out[0] = viol
-    out[1] = max(mr, 0) + max(mc, 0)
-    out[2] = cr + cc
+        for s in range(N):
+            seen[s] = -1
+        h = 1469598103934665603
+        nxt = 0
+        for i in range(c):
+            s = AT[p, i]
+            if seen[s] < 0:
+                seen[s] = nxt
+                nxt += 1
+            h = (h ^ (seen[s] + 1)) * 1099511628211
+        hashes[p] = h
+        v += nxt == 1
+        for q in range(p):
+            v += hashes[q] == h
+    return v
 
 
 @njit(**NJIT)
@@ -470,143 +537,96 @@ def _swap_climb(rows, cols, K, base, N, k, max_evals, key, block0):
     """First-improvement hill climb on the kept rows and columns of M_k(N).
 
     Swaps one kept row (column) for an unused index while the key
-    (violations, d_T, pairs at the minima) improves; state updated
-    incrementally (a column swap costs O(c^2 + n c), a row swap
-    O(n^2 + n c)).  Modifies ``rows`` and ``cols`` and fills ``key`` (int64[3])
-    with the final key; ``block0`` keeps column index 0 out.  Returns the
-    number of evaluated swaps.
+    (violations, d_T, pairs at the minima) improves; violations are equal
+    row pairs, constant columns and pairs of columns equal up to a
+    relabelling (``_column_violations``).  A swap is evaluated in O(n c) plus
+    the pairs of the other side near its minimum: the changed side's
+    distances to the new line and its minimum from a histogram (``_put``),
+    the other side's new minimum (``_other_side``, which stops as soon as the
+    swap cannot win), the column violations (O(n c + n^2)) only when the
+    swap can still win; an accepted swap updates the tables in O(c^2 + n^2).
+    ``base`` is M_1(N) (entries 0..N-1).  Modifies ``rows`` and ``cols`` and
+    fills ``key`` (int64[3]) with the final key; ``block0`` is not used
+    (column index 0 is kept out by the caller's starting columns).  Returns
+    the number of evaluated swaps.
     """
-    seen = np.empty(N, np.int64)
     c = rows.shape[0]
     n = cols.shape[0]
     A = np.empty((c, n), np.int64)
-    for i in range(c):
-        for p in range(n):
-            A[i, p] = _entry(rows[i], cols[p], base, N, k)
-    Dr = np.zeros((c, c), np.int64)
-    Dc = np.zeros((n, n), np.int64)
-    for i in range(c):
-        for j in range(i + 1, c):
-            s = 0
-            for p in range(n):
-                s += A[i, p] != A[j, p]
-            Dr[i, j] = s
-            Dr[j, i] = s
-    for p in range(n):
-        for q in range(p + 1, n):
-            s = 0
-            for i in range(c):
-                s += A[i, p] != A[i, q]
-            Dc[p, q] = s
-            Dc[q, p] = s
-    hashes = np.empty(n, np.uint64)
-    for p in range(n):
-        hashes[p] = _col_hash(A, p, seen)
-    used_r = np.zeros(K, np.bool_)
-    used_c = np.zeros(K, np.bool_)
-    for i in range(c):
-        used_r[rows[i]] = True
-    for p in range(n):
-        used_c[cols[p]] = True
-    new = np.empty(3, np.int64)
-    _key(Dr, Dc, hashes, A, key)
-    x = np.empty(c, np.int64)
-    y = np.empty(n, np.int64)
-    dcol = np.empty(n, np.int64)
-    drow = np.empty(c, np.int64)
-    oldx = np.empty(c, np.int64)
-    oldy = np.empty(n, np.int64)
+    AT = np.empty((n, c), np.int64)
+    Dr = np.empty((c, c), np.int64)
+    Dc = np.empty((n, n), np.int64)
+    rdig = np.empty((c, k), np.int64)
+    cdig = np.empty((n, k), np.int64)
+    hr = np.empty(n + 1, np.int64)          # histograms of Dr, Dc over pairs i < j
+    hc = np.empty(c + 1, np.int64)
+    low = np.empty(max(c * (c - 1), n * (n - 1)) + 1, np.int64)
+    low[0] = 1
+    z = np.empty(max(c, n), np.int64)       # a new line, the line it replaces, old distances
+    oz = np.empty(max(c, n), np.int64)
+    t = np.empty(max(c, n), np.int64)
+    d = np.empty(k, np.int64)
+    new = np.empty(key.shape[0], np.int64)
+    no = np.bool_(False)                    # np.bool_: not a literal (one version)
+    # per side: its lines, their transpose, the distance table and histogram of
+    # each side, the used and the kept indices, the digits of each side
+    S = ((AT, A, Dc, hc, Dr, hr, np.empty(K, np.int64), cols, cdig, rdig),
+         (A, AT, Dr, hr, Dc, hc, np.empty(K, np.int64), rows, rdig, cdig))
+    for side in range(2):
+        L, O, Ds, hs, Do, ho, used, idx, dl, do = S[side]
+        for q in range(K):
+            used[q] = 0
+        for v in range(hs.shape[0]):
+            hs[v] = 0
+        hs[0] = L.shape[0] * (L.shape[0] - 1) // 2      # all pairs at 0: Ds = 0
+        for i in range(L.shape[0]):
+            used[idx[i]] = 1
+            for j in range(L.shape[0]):
+                Ds[i, j] = 0
+            for j in range(k):
+                dl[i, j] = 0
+    for step in range(3):       # the rows' digits; the columns (all of A); the rows' distances
+        side = 1 - step % 2
+        L, O, Ds, hs, Do, ho, used, idx, dl, do = S[side]
+        for l in range(L.shape[0]):
+            _line(base, idx[l], N, dl[l], do, z, side == 0)
+            _put(L, O, l, z, oz, Ds, hs, t, no)
+    mr, cr = _hmin(hr)
+    mc, cc = _hmin(hc)
+    key[0] = (cr if mr == 0 else 0) + _column_violations(AT, N)
+    key[1] = max(mr, 0) + max(mc, 0)
+    key[2] = cr + cc
     evals = 0
     improved = True
     while improved and evals < max_evals:
         improved = False
-        # ---- column swaps
-        for p in range(n):
-            for q in range(K):
-                if used_c[q] or evals >= max_evals:
-                    continue
-                evals += 1
-                for i in range(c):
-                    x[i] = _entry(rows[i], q, base, N, k)
-                    oldx[i] = A[i, p]
-                    A[i, p] = x[i]
-                hp = hashes[p]
-                hashes[p] = _col_hash(A, p, seen)
-                for i in range(c):
-                    for j in range(i + 1, c):
-                        Dr[i, j] += np.int64(x[i] != x[j]) - np.int64(oldx[i] != oldx[j])
-                        Dr[j, i] = Dr[i, j]
-                for m in range(n):
-                    dcol[m] = Dc[p, m]
-                    if m != p:
-                        s = 0
-                        for i in range(c):
-                            s += A[i, m] != x[i]
-                        Dc[p, m] = s
-                        Dc[m, p] = s
-                _key(Dr, Dc, hashes, A, new)
-                if _better(new, key):
-                    key[0] = new[0]
-                    key[1] = new[1]
-                    key[2] = new[2]
-                    used_c[cols[p]] = False
-                    used_c[q] = True
-                    cols[p] = q
-                    improved = True
-                else:                                    # undo
-                    for i in range(c):
-                        A[i, p] = oldx[i]
-                    hashes[p] = hp
-                    for i in range(c):
-                        for j in range(i + 1, c):
-                            Dr[i, j] -= np.int64(x[i] != x[j]) - np.int64(oldx[i] != oldx[j])
-                            Dr[j, i] = Dr[i, j]
-                    for m in range(n):
-                        Dc[p, m] = dcol[m]
-                        Dc[m, p] = dcol[m]
-        # ---- row swaps
-        for i in range(c):
-            for u in range(K):
-                if used_r[u] or evals >= max_evals:
-                    continue
-                evals += 1
-                for p in range(n):
-                    y[p] = _entry(u, cols[p], base, N, k)
-                    oldy[p] = A[i, p]
-                    A[i, p] = y[p]
-                for p in range(n):
-                    for q in range(p + 1, n):
-                        Dc[p, q] += np.int64(y[p] != y[q]) - np.int64(oldy[p] != oldy[q])
-                        Dc[q, p] = Dc[p, q]
-                for j in range(c):
-                    drow[j] = Dr[i, j]
-                    if j != i:
-                        s = 0
-                        for p in range(n):
-                            s += A[j, p] != y[p]
-                        Dr[i, j] = s
-                        Dr[j, i] = s
-                for p in range(n):
-                    hashes[p] = _col_hash(A, p, seen)
-                _key(Dr, Dc, hashes, A, new)
-                if _better(new, key):
-                    key[0] = new[0]
-                    key[1] = new[1]
-                    key[2] = new[2]
-                    used_r[rows[i]] = False
-                    used_r[u] = True
-                    rows[i] = u
-                    improved = True
-                else:
-                    for p in range(n):
-                        A[i, p] = oldy[p]
-                    for p in range(n):
-                        for q in range(p + 1, n):
-                            Dc[p, q] -= np.int64(y[p] != y[q]) - np.int64(oldy[p] != oldy[q])
-                            Dc[q, p] = Dc[p, q]
-                    for j in range(c):
-                        Dr[i, j] = drow[j]
-                        Dr[j, i] = drow[j]
-                    for p in range(n):
-                        hashes[p] = _col_hash(A, p, seen)
+        for side in range(2):       # column swaps (line l of AT), then row swaps (of A)
+            L, O, Ds, hs, Do, ho, used, idx, dl, do = S[side]
+            _other_side(Do, z, z, ho, low, not no, key[0], key[1], key[2])  # pairs near the min
+            for l in range(L.shape[0]):
+                for q in range(K):
+                    if used[q] or evals >= max_evals:
+                        continue
+                    evals += 1
+                    _line(base, q, N, d, do, z, side == 0)
+                    ms, cs = _put(L, O, l, z, oz, Ds, hs, t, no)
+                    mo, co = _other_side(Do, z, oz, ho, low, no, key[0] - (hs[0] if side else 0),
+                                         key[1] - max(ms, 0), key[2] - cs)
+                    new[0] = hs[0] if side else (co if mo == 0 else 0)    # equal rows
+                    new[1] = max(ms, 0) + max(mo, 0)
+                    new[2] = cs + co
+                    if _better(new, key):       # the column violations only add: count them now
+                        new[0] += _column_violations(AT, N)
+                    if _better(new, key):
+                        for j in range(3):
+                            key[j] = new[j]
+                        _other_side(Do, z, oz, ho, low, not no, key[0], key[1], key[2])
+                        for j in range(k):
+                            dl[l, j] = d[j]
+                        used[idx[l]] = 0
+                        used[q] = 1
+                        idx[l] = q
+                        improved = True
+                    else:                                    # undo
+                        _put(L, O, l, oz, z, Ds, hs, t, not no)
     return evals
