@@ -6,8 +6,7 @@ The kernels, one job each:
   of a small-integer matrix (call it on the transpose for columns).
 * ``_sylvester_fill``  -- entries of the N-ary Sylvester matrix M_k(N) at chosen
   row and column indices, from their base-N digits.
-* ``_canonical_rows``, ``_min_offdiag`` -- helpers (``_relabel``: one row's
-  canonical form).
+* ``_canonical_rows``, ``_min_offdiag`` -- helpers.
 * ``_random_search``   -- best of K random matrices by row or total distance,
   drawn valid (no equal rows, no constant or relabel-equivalent columns).
 * ``_swap_climb``      -- the adaptive truncation's hill climb over kept rows/columns.
@@ -70,6 +69,9 @@ def _pair_distances(A, exact, out):
                 s = 2 * s
             out[i, j] = s
             out[j, i] = s
+    for i in range(r):
+        for j in range(i + 1, r):
+            s = out[i, j]
             if best < 0 or s < best:
                 best = s
                 cnt = 1
@@ -96,24 +98,6 @@ def _min_offdiag(D):
 
 
 @njit(**NJIT)
-def _relabel(a, out, lab):
-    """``out`` = the vector ``a`` with its used symbols relabelled by order of first
-    appearance (-1 kept); ``lab`` is scratch longer than the largest symbol."""
-    for s in range(lab.shape[0]):
-        lab[s] = -1
-    nxt = 0
-    for k in range(a.shape[0]):
-        s = a[k]
-        if s < 0:
-            out[k] = s
-        else:
-            if lab[s] < 0:
-                lab[s] = nxt
-                nxt += 1
-            out[k] = lab[s]
-
-
-@njit(**NJIT)
 def _canonical_rows(A, out):
     """Relabel each row's used symbols by order of first appearance (-1 kept).
 
@@ -129,7 +113,18 @@ def _canonical_rows(A, out):
                 N = A[i, k] + 1
     lab = np.empty(N, np.int64)
     for i in range(r):
-        _relabel(A[i], out[i], lab)
+        for s in range(N):
+            lab[s] = -1
+        nxt = 0
+        for k in range(n):
+            s = A[i, k]
+            if s < 0:
+                out[i, k] = s
+            else:
+                if lab[s] < 0:
+                    lab[s] = nxt
+                    nxt += 1
+                out[i, k] = lab[s]
 
 
 # ---------------------------------------------------------------- Sylvester
@@ -137,20 +132,26 @@ def _canonical_rows(A, out):
 
 @njit(**NJIT)
 def _sylvester_fill(rows, cols, base, N, k, out):
-    """``out[i, j] = sum_d base[u_d, v_d] mod N`` for u = digits(rows[i]), v = digits(cols[j])
-    (``base`` is M_1(N), entries 0..N-1; rows by ``_line``)."""
-    dv = np.empty((cols.shape[0], k), np.int64)
+    """``out[i, j] = sum_d base[u_d, v_d] mod N`` for u = digits(rows[i]), v = digits(cols[j])."""
+    nr = rows.shape[0]
+    nc = cols.shape[0]
     du = np.empty(k, np.int64)
-    line = np.empty(cols.shape[0], np.int64)
-    for j in range(cols.shape[0]):
+    dv = np.empty((nc, k), np.int64)
+    for j in range(nc):
         x = cols[j]
         for d in range(k):
             dv[j, d] = x % N
             x //= N
-    for i in range(rows.shape[0]):
-        _line(base, rows[i], N, du, dv, line, np.bool_(False))
-        for j in range(cols.shape[0]):
-            out[i, j] = line[j]
+    for i in range(nr):
+        x = rows[i]
+        for d in range(k):
+            du[d] = x % N
+            x //= N
+        for j in range(nc):
+            s = 0
+            for d in range(k):
+                s += base[du[d], dv[j, d]]
+            out[i, j] = s % N
 
 
 # ---------------------------------------------------------------- random numbers
@@ -225,7 +226,19 @@ def _random_search(N, p_unused, n_draws, max_attempts, criterion, state, best, c
                             two = True
                 if not two:
                     continue
-                _relabel(AT[k], canon_T[k], scratch)
+                # canonical form of the new column, compared with the earlier ones
+                for s in range(N):
+                    scratch[s] = -1
+                nxt = 0
+                for i in range(c):
+                    s = AT[k, i]
+                    if s < 0:
+                        canon_T[k, i] = s
+                    else:
+                        if scratch[s] < 0:
+                            scratch[s] = nxt
+                            nxt += 1
+                        canon_T[k, i] = scratch[s]
                 ok = True
                 for q in range(k):
                     same = True
@@ -293,10 +306,7 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
             stats[0] += 1
             z = _uniform(state)
             w = width[0]
-            flip = z < p_flip
-            add = z < p_flip + p_add
-            dE = 0.0
-            if flip:
+            if z < p_flip:
                 i = _randint(state, c)
                 k = _randint(state, w)
                 b = M[i, k]
@@ -304,13 +314,27 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
                 o = ones[k] + (1 - 2 * b)
                 if o <= 0 or o >= c:
                     continue
+                dE = 0.0
                 for j in range(c):
                     if j != i:
                         d = D[i, j]
                         nd = d + 1 if M[j, k] == b else d - 1
                         dE += inv2[nd] - inv2[d]
+                if dE <= 0.0 or _uniform(state) < np.exp(-dE / t):
+                    M[i, k] = 1 - b
+                    ones[k] = o
+                    for j in range(c):
+                        if j != i:
+                            if M[j, k] == b:
+                                D[i, j] += 1
+                            else:
+                                D[i, j] -= 1
+                            D[j, i] = D[i, j]
+                    E += dE
+                    stats[1] += 1
             else:
-                if add:                     # a random non-constant column in slot w
+                add = z < p_flip + p_add
+                if add:                         # a random non-constant column into slot w
                     if w >= max_width:
                         continue
                     k = w
@@ -320,44 +344,34 @@ def _anneal(M, width, D, inv2, ones, T, n_temps, moves_per_temp, cooling, p_flip
                         o += col[i]
                     if o == 0 or o == c:
                         continue
-                else:                       # column k out, the last one into its slot
+                else:                           # column k out, the last one into its slot
                     if w <= min_width:
                         continue
                     k = _randint(state, w)
                     for i in range(c):
                         col[i] = M[i, k]
-                        M[i, k] = M[i, w - 1]
                     o = ones[w - 1]
                 # every pair of rows the column separates moves by one
                 step = 1 if add else -1
-                for i in range(c):
-                    for j in range(i + 1, c):
+                dE = 0.0
+                for i in range(c):          # (two loops: a constant step is faster)
+                    for j in range(i + 1, c if add else 0):
                         if col[i] != col[j]:
-                            dE += inv2[D[i, j] + step] - inv2[D[i, j]]
-            ok = dE <= 0.0 or _uniform(state) < np.exp(-dE / t)      # Metropolis
-            if ok:
-                ones[k] = o
-                E += dE
-                stats[1] += 1
-                if flip:
-                    M[i, k] = 1 - b
-                    for j in range(c):
-                        if j != i:
-                            if M[j, k] == b:
-                                D[i, j] += 1
-                            else:
-                                D[i, j] -= 1
-                            D[j, i] = D[i, j]
-                else:
-                    width[0] = w + 1 if add else w - 1
+                            dE += inv2[D[i, j] + 1] - inv2[D[i, j]]
+                    for j in range(i + 1, 0 if add else c):
+                        if col[i] != col[j]:
+                            dE += inv2[D[i, j] - 1] - inv2[D[i, j]]
+                if dE <= 0.0 or _uniform(state) < np.exp(-dE / t):
                     for i in range(c):
                         for j in range(i + 1, c):
                             if col[i] != col[j]:
                                 D[i, j] += step
                                 D[j, i] = D[i, j]
-            if not flip and add == ok:      # the added column in, or column k back if refused
-                for i in range(c):
-                    M[i, k] = col[i]
+                        M[i, k] = col[i] if add else M[i, w - 1]
+                    ones[k] = o
+                    width[0] = w + step
+                    E += dE
+                    stats[1] += 1
         t *= cooling
     energy[0] = E
     T[0] = t
