@@ -41,11 +41,15 @@ print(json.dumps(out))
 '''
 
 def main():
-    args = sys.argv[1:]
-    prefixes = args[0]
-    reps = int(args[args.index("--repeats") + 1]) if "--repeats" in args else 3
-    repo = args[args.index("--repo") + 1] if "--repo" in args else os.getcwd()
-    lst = [os.path.abspath(args[args.index("--list") + 1])] if "--list" in args else []
+    import argparse
+    ap = argparse.ArgumentParser(description="Compile CPU of the demo's numba kernels, per kernel.")
+    ap.add_argument("prefixes", help="comma-separated module prefixes, e.g. edgecode.,firmware_sim.")
+    ap.add_argument("--repeats", type=int, default=3, help="fresh-cache runs (median); default 3")
+    ap.add_argument("--repo", default=os.getcwd(), help="checkout whose code is compiled")
+    ap.add_argument("--list", help="a private kernel list file (format of _warmup_kernels.py)")
+    a = ap.parse_args()
+    prefixes, reps, repo = a.prefixes, a.repeats, os.path.abspath(a.repo)
+    lst = [os.path.abspath(a.list)] if a.list else []
     runs = []
     for _ in range(reps):
         with tempfile.TemporaryDirectory() as cache:
