@@ -26,7 +26,6 @@ weights_j``, label 1 iff ``acc > 0``. Transmission is feature-major: the
 copies of feature 0, then those of feature 1, ...
 """
 
-from dataclasses import dataclass
 from numbers import Integral, Real
 
 import numpy as np

@@ -3,10 +3,8 @@ early checks of outputs and options, data recorded in artifacts, output text."""
 
 import argparse
 import io
-import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import export.cli as cli
