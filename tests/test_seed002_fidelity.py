@@ -80,7 +80,8 @@ def naive_fd_rows(A, ell):
         filled += 1
         if filled == ell:
             _, s, Vt = np.linalg.svd(B, full_matrices=False)
-            s2 = np.sqrt(np.maximum(s ** 2 - s[-1] ** 2, 0.0))
+            sq = s * s   # one array: numpy may square an array and a scalar with different roundings
+            s2 = np.sqrt(np.maximum(sq - sq[-1], 0.0))
             B = s2[:, None] * Vt
             filled = int(np.count_nonzero(s2 > 1e-12 * s[0]))
     return B
@@ -108,7 +109,8 @@ def naive_online_every_point(W_first, W_rest, ell, k):
         filled += 1
         _, s, Vt = np.linalg.svd(B[:filled], full_matrices=False)
         if filled == ell:
-            s2 = np.sqrt(np.maximum(s ** 2 - s[-1] ** 2, 0.0))
+            sq = s * s   # one array: numpy may square an array and a scalar with different roundings
+            s2 = np.sqrt(np.maximum(sq - sq[-1], 0.0))
             B = np.zeros_like(B)
             B[:ell] = s2[:, None] * Vt
             filled = int(np.count_nonzero(s2 > 1e-12 * s[0]))
