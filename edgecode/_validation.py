@@ -104,3 +104,47 @@ def check_int(value, *, name, low=None, high=None):
     if high is not None and value > high:
         raise ValueError(f"{name} must be <= {high}; got {value}")
     return value
+
+
+def _gib(n):
+    return f"{n / 2 ** 30:.3g} GiB"
+
+
+def check_allocation(param, nbytes, *, what, hint="use a smaller value", limit=None):
+    """Refuse an allocation of ``nbytes`` above the limit, before anything is allocated.
+
+    One rule for every size parameter in edgecode (``n_trials``,
+    ``budget_bits``, ``hybrid``, code lengths ...): price the working
+    memory a call will need from its arguments first (a Python int, so
+    nothing overflows) and raise a ``ValueError`` that names the parameter,
+    the need and the limit (``edgecode._config.MAX_ALLOCATION_BYTES``, 2 GiB).
+
+    Parameters
+    ----------
+    param : str
+        The argument responsible, as the user wrote it (``"budget_bits=10**12"``).
+    nbytes : int
+        Bytes the call would allocate at once.
+    what : str
+        What would be allocated (``"the per-feature repetition counts"``).
+    hint : str
+        How to stay under the limit.
+    limit : int, optional
+        Default ``MAX_ALLOCATION_BYTES``.
+
+    Examples
+    --------
+    >>> check_allocation("n=4", 32, what="a table")
+    >>> check_allocation("n=10**12", 8 * 10**12, what="a table of n float64")
+    Traceback (most recent call last):
+    ...
+    ValueError: n=10**12: a table of n float64 needs 8,000,000,000,000 bytes (7.45e+03 GiB), above the limit of 2,147,483,648 bytes (2 GiB, edgecode._config.MAX_ALLOCATION_BYTES); use a smaller value
+    """
+    from ._config import MAX_ALLOCATION_BYTES
+
+    limit = MAX_ALLOCATION_BYTES if limit is None else int(limit)
+    nbytes = int(nbytes)
+    if nbytes > limit:
+        raise ValueError(f"{param}: {what} needs {nbytes:,} bytes ({_gib(nbytes)}), above the "
+                         f"limit of {limit:,} bytes ({_gib(limit)}, "
+                         f"edgecode._config.MAX_ALLOCATION_BYTES); {hint}")

@@ -7,6 +7,9 @@ Every error ``firmware_sim`` raises on purpose is a :class:`DeviceError`
 * :class:`ContainerError`: a container (file, bytes, schema or the
   consistency rules of ``docs/container_format.md``) is malformed; the
   message names the array or field and the rule.
+* :class:`SizeLimitError`: a size argument (``n_trials``, a shape read
+  from an image) whose memory would exceed the limit of
+  ``firmware_sim._limits``; raised before anything is allocated.
 * :class:`FrameError`: frames a device cannot read (wrong width or dtype;
   e.g. a device whose stored repetition counts were upset expects another
   frame length: campaigns count such a trial as *refused*).
@@ -16,7 +19,7 @@ Every error ``firmware_sim`` raises on purpose is a :class:`DeviceError`
 Imports nothing.
 """
 
-__all__ = ["DeviceError", "ContainerError", "FrameError"]
+__all__ = ["DeviceError", "ContainerError", "FrameError", "SizeLimitError"]
 
 
 class DeviceError(ValueError):
@@ -29,3 +32,7 @@ class ContainerError(DeviceError):
 
 class FrameError(DeviceError):
     """Frames a device cannot read (shape, dtype or values)."""
+
+
+class SizeLimitError(DeviceError):
+    """A size argument whose memory would exceed ``firmware_sim._limits.MAX_ALLOCATION_BYTES``."""
