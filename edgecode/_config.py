@@ -171,3 +171,25 @@ SCP_BOUNDS_GAMMA = 2.0 ** -40
 #: about a millisecond, so that handing a chunk to a thread (tens of
 #: microseconds) stays a small share; smaller calls run on the calling thread.
 SCP_PARALLEL_MIN_WORK = 2 ** 20
+
+#: Issue 24, "bounded by construction": every long computation in edgecode
+#: runs as a sequence of kernel calls of at most about this many estimated
+#: elementary steps each (~1 ns: ~0.07 s), so that Python gets control back
+#: between calls: Ctrl-C (a ``KeyboardInterrupt`` cannot stop a running numba
+#: kernel) and ``progress`` callables are answered within a fraction of a
+#: second.  A single point whose own work is larger is the one exception where
+#: a kernel cannot stop mid-point (``scp_exact`` at n = 48: ~1 s per point;
+#: ``scp_bounds``: O(n * resolution) per point); ``scp_approx`` resumes mid-point.
+BATCH_WORK = 2 ** 26
+
+#: ``scp_monte_carlo``: a chunk of trials also does at most this many
+#: multiply-adds (trials x features x points, one BLAS product: ~0.05 s).
+SCP_MC_CHUNK_WORK = 2 ** 28
+
+#: ``scp_approx``: most flip sets one call may enumerate exactly for
+#: Improvement 2 (``hybrid``: ``t * sum_{l <= hybrid} C(n', l)``, n' the
+#: features that can flip; ~2**44 visits is about half a day).  Larger
+#: requests (``hybrid=64`` at n = 180 is 10**49 sets per point) are refused
+#: with the largest ``hybrid`` that fits; accepted ones run in resumable
+#: batches of ``BATCH_WORK`` and stop on Ctrl-C.
+SCP_APPROX_MAX_SUBSETS = 2 ** 44

@@ -34,13 +34,14 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.utils import check_random_state
 
-from .._config import (SCP_APPROX_MAX_CELLS, SCP_APPROX_TAIL, SCP_BOUNDS_BERNSTEIN,
+from .._config import (BATCH_WORK, SCP_APPROX_MAX_CELLS, SCP_APPROX_MAX_SUBSETS,
+                       SCP_APPROX_TAIL, SCP_BOUNDS_BERNSTEIN, SCP_MC_CHUNK_WORK,
                        SCP_BOUNDS_GAMMA, SCP_BOUNDS_RESOLUTION, SCP_BOUNDS_TRIM,
                        SCP_EXACT_MAX_FEATURES, SCP_MC_CHUNK_CELLS, SCP_PARALLEL_CHUNKS,
                        SCP_PARALLEL_MAX_BYTES, SCP_PARALLEL_MIN_WORK)
 from .._stats import wilson_interval
-from .._validation import check_eps, check_int, check_margin_deltas
-from .._parallel import run_chunks, split
+from .._validation import check_allocation, check_eps, check_int, check_margin_deltas
+from .._parallel import bounded_ranges, run_batched
 from ._kernels import _bounds_chunk, _exact_chunk, _exact_keys, _scp_approx_change
 
 __all__ = ["scp_exact", "scp_approx", "scp_bounds", "scp_monte_carlo", "MonteCarloSCP"]
@@ -69,6 +70,12 @@ def _n_chunks(t, chunk_bytes, work):
     """
     return int(max(1, min(t, SCP_PARALLEL_CHUNKS, work // SCP_PARALLEL_MIN_WORK,
                           SCP_PARALLEL_MAX_BYTES // max(1, int(chunk_bytes)))))
+
+
+def _concurrent(chunk_bytes):
+    """Chunks run at once: each allocates its own buffers, together at most about
+    SCP_PARALLEL_MAX_BYTES (never fewer than one)."""
+    return max(1, SCP_PARALLEL_MAX_BYTES // max(1, int(chunk_bytes)))
 
 
 _ROUNDING = {"auto": 0, "directed": 1, "nearest": 2}
@@ -168,11 +175,14 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
     out = np.empty(t)
     if t:
         half = 2 ** ((n + 1) // 2)
-        n_chunks = _n_chunks(t, 8 * (5 * half + 4) + 48 * n, t * half * (n + 4))
+        chunk_bytes = 8 * (5 * half + 4) + 48 * n
+        item = half * (n + 4)
+        ranges = bounded_ranges(t, item, min_chunks=_n_chunks(t, chunk_bytes, t * item))
         keys = np.empty(t, np.uint64)
         _exact_keys(margin, deltas.view(np.uint64), eps, keys)
         order = np.argsort(keys, kind="stable")        # equal halves side by side
-        run_chunks(_exact_chunk, split(t, n_chunks), margin, deltas, eps, order, out)
+        run_batched(_exact_chunk, ranges, margin, deltas, eps, order, out,
+                    concurrent=_concurrent(chunk_bytes))
     np.clip(out, 0.0, 1.0, out=out)
     return out if return_change else 1.0 - out
 
@@ -269,11 +279,28 @@ def scp_approx(margin, deltas, eps, k=50, shift=True, hybrid=0, *, return_change
     shift = _check_bool(shift, "shift")
     return_change = _check_bool(return_change, "return_change")
     t, n = deltas.shape
+    rr = min(hybrid, n)
+    if t and rr:
+        _check_hybrid_work(t, int(np.count_nonzero(eps > 0)), hybrid)
     out = np.zeros(t)
     cells = np.zeros(t, np.int64)
     if t:
-        _scp_approx_change(margin, deltas, eps, k, shift, min(hybrid, n), SCP_APPROX_TAIL,
-                           SCP_APPROX_MAX_CELLS, out, cells)
+        # resumable kernel: at most about BATCH_WORK steps per call (Ctrl-C between calls)
+        ist = np.zeros(13, np.int64)
+        fst = np.zeros(4)
+        act, bkt = np.empty(n, np.int64), np.empty(n, np.int64)
+        pl = np.empty(n + 2)
+        st_idx, st_sum, st_prob = np.empty(rr + 1, np.int64), np.empty(rr + 1), np.empty(rr + 1)
+        rlo, rhi = np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+        g = np.empty(0)
+        while True:
+            status = _scp_approx_change(margin, deltas, eps, k, shift, rr, SCP_APPROX_TAIL,
+                                        SCP_APPROX_MAX_CELLS, out, cells, ist, fst, act, bkt,
+                                        pl, st_idx, st_sum, st_prob, rlo, rhi, g, BATCH_WORK)
+            if status == 0:
+                break
+            if status == 2:   # the point in progress needs a larger coefficient array
+                g = np.empty(min(max(int(ist[12]), 2 * g.shape[0]), SCP_APPROX_MAX_CELLS))
     if (cells < 0).any():
         p = int(np.argmax(cells < 0))
         need = -int(cells[p])
@@ -283,6 +310,33 @@ def scp_approx(margin, deltas, eps, k=50, shift=True, hybrid=0, *, return_change
             f"{SCP_APPROX_MAX_CELLS}; use fewer buckets k, or scp_bounds")
     np.clip(out, 0.0, 1.0, out=out)
     return out if return_change else 1.0 - out
+
+
+def _subsets_up_to(m, r):
+    """sum_{l=1}^{r} C(m, l), exact (Python ints)."""
+    total, c = 0, 1
+    for l in range(1, min(r, m) + 1):
+        c = c * (m - l + 1) // l
+        total += c
+    return total
+
+
+def _check_hybrid_work(t, n_active, hybrid):
+    """Refuse an Improvement-2 enumeration above SCP_APPROX_MAX_SUBSETS flip sets."""
+    per_point = _subsets_up_to(n_active, hybrid)
+    if t * per_point <= SCP_APPROX_MAX_SUBSETS:
+        return
+    fits = 0
+    while fits < min(hybrid, n_active) and t * _subsets_up_to(n_active, fits + 1) \
+            <= SCP_APPROX_MAX_SUBSETS:
+        fits += 1
+    raise ValueError(
+        f"scp_approx: hybrid={hybrid} enumerates every flip set of up to "
+        f"{min(hybrid, n_active)} of the {n_active} features that can flip, "
+        f"{float(per_point):.3g} sets per point and {float(t * per_point):.3g} for the "
+        f"{t} points, more than SCP_APPROX_MAX_SUBSETS = 2**{SCP_APPROX_MAX_SUBSETS.bit_length() - 1}"
+        f" (about half a day); use hybrid <= {fits} here, or scp_exact (n <= "
+        f"{SCP_EXACT_MAX_FEATURES}) / scp_bounds for certified values")
 
 
 def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, rounding="auto"):
@@ -394,17 +448,22 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, roundin
     resolution = check_int(resolution, name="resolution", low=1, high=2 ** 26)
     if not isinstance(rounding, str) or rounding not in _ROUNDING:
         raise ValueError(f"rounding must be one of {sorted(_ROUNDING)}; got {rounding!r}")
+    check_allocation(f"resolution={resolution}", 32 * resolution,
+                     what="scp_bounds' dynamic programme (32 bytes per grid step and thread)",
+                     hint="use a smaller resolution (the default is 2**15)")
     t, n = deltas.shape
     lower = np.empty(t)
     upper = np.empty(t)
     states = np.zeros(t, np.int64)
     method = np.zeros(t, np.int8)
     if t:
-        n_chunks = _n_chunks(t, 8 * (4 * resolution + 64) + 48 * n,
-                             t * n * min(resolution, 2 ** min(n, 40)))
+        chunk_bytes = 8 * (4 * resolution + 64) + 48 * n
+        item = n * min(resolution, 2 ** min(n, 40))
+        ranges = bounded_ranges(t, item, min_chunks=_n_chunks(t, chunk_bytes, t * item))
         args = (margin, deltas, eps, resolution, SCP_BOUNDS_BERNSTEIN, SCP_BOUNDS_TRIM,
                 SCP_BOUNDS_GAMMA, _ROUNDING[rounding])
-        run_chunks(_bounds_chunk, split(t, n_chunks), *args, lower, upper, states, method)
+        run_batched(_bounds_chunk, ranges, *args, lower, upper, states, method,
+                    concurrent=_concurrent(chunk_bytes))
     return lower, upper
 
 
@@ -416,7 +475,8 @@ class MonteCarloSCP(NamedTuple):
     upper: np.ndarray
 
 
-def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, confidence=0.99):
+def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, confidence=0.99, *,
+                    progress=None):
     """Monte Carlo estimate of the SCP with a Wilson score interval.
 
     Parameters
@@ -434,6 +494,8 @@ def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, conf
         Seed or generator; same seed, same result.
     confidence : float, default=0.99
         Coverage of the Wilson interval, in (0, 1).
+    progress : callable, optional
+        Called as ``progress(done, n_trials)`` after each chunk of trials.
 
     Returns
     -------
@@ -447,8 +509,12 @@ def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, conf
 
     Notes
     -----
-    Flip patterns are drawn in chunks of about ``SCP_MC_CHUNK_CELLS`` cells
-    (bounded memory); a pattern keeps the class of a point iff
+    Flip patterns are drawn in chunks of at most ``SCP_MC_CHUNK_CELLS`` cells
+    (bounded memory) and ``SCP_MC_CHUNK_WORK`` multiply-adds (bounded time:
+    a chunk takes a few hundredths of a second, so any ``n_trials``, 10**15
+    included, runs in constant memory and stops on Ctrl-C, with
+    ``KeyboardInterrupt``, between two chunks).  The draws are the same
+    stream whatever the chunking; a pattern keeps the class of a point iff
     ``(S + F @ D > 0) == (S > 0)``.  With p the fraction kept out of N trials
     and ``z = Phi^{-1}((1 + confidence) / 2)``, the Wilson interval is
     ``(p + z^2/2N -+ z sqrt(p(1-p)/N + z^2/4N^2)) / (1 + z^2/N)``.
@@ -470,7 +536,7 @@ def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, conf
     t, n = deltas.shape
     kept = np.zeros(t, np.int64)
     pos = margin > 0
-    chunk = max(1, SCP_MC_CHUNK_CELLS // max(n, t, 1))
+    chunk = max(1, min(SCP_MC_CHUNK_CELLS // max(n, t, 1), SCP_MC_CHUNK_WORK // max(n * t, 1)))
     dt = np.ascontiguousarray(deltas.T)
     done = 0
     while done < n_trials:
@@ -479,5 +545,7 @@ def scp_monte_carlo(margin, deltas, eps, n_trials=10000, random_state=None, conf
         sums = margin + flips @ dt                      # (c, t)
         kept += ((sums > 0) == pos).sum(axis=0)
         done += c
+        if progress is not None:
+            progress(done, n_trials)
     lower, upper = wilson_interval(kept, n_trials, confidence)
     return MonteCarloSCP(kept / n_trials, lower, upper)

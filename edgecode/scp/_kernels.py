@@ -268,13 +268,27 @@ def _exact_chunk(margin, deltas, eps, order, out, lo, hi):
 
 @njit(**NJIT)
 def _scp_approx_change(margin, deltas, eps, k, shift, hybrid, tail, max_cells, out,
-                       cells_used):
-    """Algorithm 1 of seed 000 (k buckets, G(y, z), Improvements 1 and 2).
+                       cells_used, ist, fst, act, bkt, pl, st_idx, st_sum, st_prob, rlo, rhi, g,
+                       budget):
+    """Algorithm 1 of seed 000 (k buckets, G(y, z), Improvements 1 and 2),
+    resumable: it runs until about ``budget`` elementary steps are done and
+    returns, with everything needed to go on in its state arrays, so that the
+    wrapper gets control back between calls (Ctrl-C) even within one point.
 
     ``out[p]`` receives the approximate change probability of point p and
     ``cells_used[p]`` the size of its (l, m) coefficient array.  A point whose
     array would exceed ``max_cells`` gets ``cells_used[p] = -needed`` and is
     left unfilled (the wrapper raises).
+
+    State: ``ist`` (int64) = [point, phase, na, mode, rmin, bmax, lcap, rr,
+    top, q, width, cells, need], ``fst`` (float64) = [w, cval, dmin, change];
+    ``act``, ``bkt``, ``pl`` (flip-count law), the DFS stack ``st_*`` and the
+    row extents ``rlo``, ``rhi`` carry the point in progress; ``g`` holds its
+    coefficient array (flat, row length ``width``).  Start with ist = 0.
+    Returns 0 when every point is done, 1 when the budget ran out (call again),
+    2 when ``g`` is smaller than ``ist[12]`` cells (call again with a larger
+    one).  The arithmetic and its order are those of one uninterrupted pass,
+    so the result does not depend on the budget.
 
     Quantisation (b_j is the bucket of feature j, l the number of flips, m the
     sum of the b_j over the flipped set):
@@ -299,177 +313,251 @@ def _scp_approx_change(margin, deltas, eps, k, shift, hybrid, tail, max_cells, o
     enumeration of the subsets of size 1..hybrid with the true D_j.
     """
     t, n = deltas.shape
-    act = np.empty(n, np.int64)
-    bkt = np.empty(n, np.int64)
-    pl = np.empty(n + 2)
-    # DFS state for the hybrid part
-    r_cap = min(hybrid, n)
-    st_idx = np.empty(r_cap + 1, np.int64)
-    st_sum = np.empty(r_cap + 1)
-    st_prob = np.empty(r_cap + 1)
-    for p in range(t):
+    work = 0
+    p = ist[0]
+    phase = ist[1]
+    na = ist[2]
+    mode = ist[3]
+    rmin = ist[4]
+    bmax = ist[5]
+    lcap = ist[6]
+    rr = ist[7]
+    top = ist[8]
+    q0 = ist[9]
+    width = ist[10]
+    cells = ist[11]
+    w = fst[0]
+    cval = fst[1]
+    dmin = fst[2]
+    change = fst[3]
+    status = 0
+    while p < t:
         s = margin[p]
         pos = s > 0.0
         tthr = -s
-        # --- active features (eps > 0); D_min / D_max over all n deltas
-        na = 0
-        for j in range(n):
-            if eps[j] > 0.0:
-                act[na] = j
-                na += 1
-        if na == 0 or n == 0:
-            out[p] = 0.0
-            cells_used[p] = 0
-            continue
-        dmin = deltas[p, 0]
-        dmax = deltas[p, 0]
-        for j in range(1, n):
-            v = deltas[p, j]
-            if v < dmin:
-                dmin = v
-            if v > dmax:
-                dmax = v
-        di = dmax - dmin
-        w = 0.0
-        mode = 0
-        cval = dmin
-        rmin = 0
-        if di == 0.0 or k == 1:
+        if phase == 0:
+            # --- active features (eps > 0); D_min / D_max over all n deltas
+            na = 0
+            for j in range(n):
+                if eps[j] > 0.0:
+                    act[na] = j
+                    na += 1
+            work += n
+            if na == 0 or n == 0:
+                out[p] = 0.0
+                cells_used[p] = 0
+                p += 1
+                continue
+            dmin = deltas[p, 0]
+            dmax = deltas[p, 0]
+            for j in range(1, n):
+                v = deltas[p, j]
+                if v < dmin:
+                    dmin = v
+                if v > dmax:
+                    dmax = v
+            di = dmax - dmin
+            w = 0.0
             mode = 0
-            cval = dmin if di == 0.0 else 0.5 * dmin + 0.5 * dmax
-            for q in range(na):
-                bkt[q] = 0
-        else:
-            w = di / (k - 1)
-            if w == 0.0:  # D_I underflows when divided: one value is the best we can do
+            cval = dmin
+            rmin = 0
+            if di == 0.0 or k == 1:
                 mode = 0
-                cval = 0.5 * dmin + 0.5 * dmax
+                cval = dmin if di == 0.0 else 0.5 * dmin + 0.5 * dmax
                 for q in range(na):
                     bkt[q] = 0
-            elif shift and dmin <= tthr <= dmax:
-                mode = 2
-                rmin = 1 << 62
-                for q in range(na):
-                    d = deltas[p, act[q]]
-                    r = math.ceil((d - tthr) / w)
-                    if d > tthr and r < 1:
-                        r = 1
-                    if d <= tthr and r > 0:
-                        r = 0
-                    bkt[q] = r
-                    if r < rmin:
-                        rmin = r
-                for q in range(na):
-                    bkt[q] -= rmin
             else:
-                mode = 1
-                for q in range(na):
-                    d = deltas[p, act[q]]
-                    b = math.floor((d - dmin) / w + 0.5)
-                    if b < 0:
-                        b = 0
-                    if b > k - 1:
-                        b = k - 1
-                    bkt[q] = b
-        bmax = 0
-        for q in range(na):
-            if bkt[q] > bmax:
-                bmax = bkt[q]
-        # --- flip-count distribution (Poisson binomial) -> row cap L
-        pl[0] = 1.0
-        for l in range(1, na + 1):
-            pl[l] = 0.0
-        for q in range(na):
-            e = eps[act[q]]
-            for l in range(q + 1, 0, -1):
-                pl[l] = pl[l] * (1.0 - e) + pl[l - 1] * e
-            pl[0] *= 1.0 - e
-        lcap = na
-        acc = 0.0
-        while lcap > 0 and acc + pl[lcap] <= tail:
-            acc += pl[lcap]
-            lcap -= 1
-        change = 0.0
-        # --- hybrid: subsets of size 1..hybrid with the exact D_j
-        rr = min(hybrid, na)
-        if rr > 0:
-            p0 = 1.0
-            for q in range(na):
-                p0 *= 1.0 - eps[act[q]]
-            top = 0
-            st_idx[0] = -1
-            st_sum[0] = s
-            st_prob[0] = p0
-            while top >= 0:
-                st_idx[top] += 1
-                q = st_idx[top]
-                if q >= na:
-                    top -= 1
-                    continue
-                j = act[q]
-                x = st_sum[top] + deltas[p, j]
-                pr = st_prob[top] * (eps[j] / (1.0 - eps[j]))
-                same = (x > 0.0) == pos
-                if not same:
-                    change += pr
-                if top + 1 < rr:
-                    st_sum[top + 1] = x
-                    st_prob[top + 1] = pr
-                    st_idx[top + 1] = q
-                    top += 1
-        if lcap <= rr:
-            out[p] = change
-            cells_used[p] = 0
-            continue
-        # --- expand G(y, z) row by row (rows 0..lcap, row l spans m in [0, bmax l])
-        width = bmax * lcap + 1
-        cells = (lcap + 1) * width
-        if cells > max_cells:
-            cells_used[p] = -cells
-            continue
-        cells_used[p] = cells
-        g = np.zeros((lcap + 1, width))
-        lo = np.empty(lcap + 1, np.int64)
-        hi = np.empty(lcap + 1, np.int64)
-        for l in range(lcap + 1):
-            lo[l] = width
-            hi[l] = -1
-        g[0, 0] = 1.0
-        lo[0] = 0
-        hi[0] = 0
-        for q in range(na):
-            e = eps[act[q]]
-            keep = 1.0 - e
-            b = bkt[q]
-            for l in range(min(q + 1, lcap), 0, -1):
-                row = g[l]
-                prev = g[l - 1]
-                for m in range(lo[l], hi[l] + 1):
-                    row[m] *= keep
-                if hi[l - 1] >= 0:
-                    for m in range(lo[l - 1], hi[l - 1] + 1):
-                        row[m + b] += e * prev[m]
-                    if lo[l - 1] + b < lo[l]:
-                        lo[l] = lo[l - 1] + b
-                    if hi[l - 1] + b > hi[l]:
-                        hi[l] = hi[l - 1] + b
-            g[0, 0] *= keep
-        # --- add the coefficients (l > hybrid) whose quantised sum changes the class
-        for l in range(rr + 1, lcap + 1):
-            row = g[l]
-            for m in range(lo[l], hi[l] + 1):
-                c = row[m]
-                if c == 0.0:
-                    continue
-                if mode == 0:
-                    x = s + l * cval
-                elif mode == 1:
-                    x = s + l * dmin + m * w
+                w = di / (k - 1)
+                if w == 0.0:  # D_I underflows when divided: one value is the best we can do
+                    mode = 0
+                    cval = 0.5 * dmin + 0.5 * dmax
+                    for q in range(na):
+                        bkt[q] = 0
+                elif shift and dmin <= tthr <= dmax:
+                    mode = 2
+                    rmin = 1 << 62
+                    for q in range(na):
+                        d = deltas[p, act[q]]
+                        r = math.ceil((d - tthr) / w)
+                        if d > tthr and r < 1:
+                            r = 1
+                        if d <= tthr and r > 0:
+                            r = 0
+                        bkt[q] = r
+                        if r < rmin:
+                            rmin = r
+                    for q in range(na):
+                        bkt[q] -= rmin
                 else:
-                    x = (1 - l) * s + ((m + l * rmin) - 0.5 * l) * w
-                if (x > 0.0) != pos:
-                    change += c
-        out[p] = change
+                    mode = 1
+                    for q in range(na):
+                        d = deltas[p, act[q]]
+                        b = math.floor((d - dmin) / w + 0.5)
+                        if b < 0:
+                            b = 0
+                        if b > k - 1:
+                            b = k - 1
+                        bkt[q] = b
+            bmax = 0
+            for q in range(na):
+                if bkt[q] > bmax:
+                    bmax = bkt[q]
+            # --- flip-count distribution (Poisson binomial), feature by feature
+            pl[0] = 1.0
+            for l in range(1, na + 1):
+                pl[l] = 0.0
+            q0 = 0
+            phase = 1
+        if phase == 1:
+            while q0 < na:
+                if work >= budget:
+                    status = 1
+                    break
+                e = eps[act[q0]]
+                for l in range(q0 + 1, 0, -1):
+                    pl[l] = pl[l] * (1.0 - e) + pl[l - 1] * e
+                pl[0] *= 1.0 - e
+                work += q0 + 1
+                q0 += 1
+            if status:
+                break
+            # --- row cap L
+            lcap = na
+            acc = 0.0
+            while lcap > 0 and acc + pl[lcap] <= tail:
+                acc += pl[lcap]
+                lcap -= 1
+            change = 0.0
+            # --- hybrid: subsets of size 1..hybrid with the exact D_j
+            rr = min(hybrid, na)
+            if rr > 0:
+                p0 = 1.0
+                for q in range(na):
+                    p0 *= 1.0 - eps[act[q]]
+                top = 0
+                st_idx[0] = -1
+                st_sum[0] = s
+                st_prob[0] = p0
+            phase = 2
+        if phase == 2:
+            if rr > 0:
+                while top >= 0:
+                    if work >= budget:
+                        status = 1
+                        break
+                    work += 1
+                    st_idx[top] += 1
+                    q = st_idx[top]
+                    if q >= na:
+                        top -= 1
+                        continue
+                    j = act[q]
+                    x = st_sum[top] + deltas[p, j]
+                    pr = st_prob[top] * (eps[j] / (1.0 - eps[j]))
+                    same = (x > 0.0) == pos
+                    if not same:
+                        change += pr
+                    if top + 1 < rr:
+                        st_sum[top + 1] = x
+                        st_prob[top + 1] = pr
+                        st_idx[top + 1] = q
+                        top += 1
+                if status:
+                    break
+            if lcap <= rr:
+                out[p] = change
+                cells_used[p] = 0
+                p += 1
+                phase = 0
+                continue
+            # --- the (l, m) array: rows 0..lcap, row l spans m in [0, bmax l]
+            cells_f = (lcap + 1.0) * (float(bmax) * lcap + 1.0)
+            if cells_f > max_cells:
+                cells_used[p] = -np.int64(min(cells_f, 2.0 ** 62))
+                p += 1
+                phase = 0
+                continue
+            width = bmax * lcap + 1
+            cells = (lcap + 1) * width
+            if cells > g.shape[0]:
+                ist[12] = cells
+                status = 2
+                break
+            cells_used[p] = cells
+            for c in range(cells):
+                g[c] = 0.0
+            work += cells
+            for l in range(lcap + 1):
+                rlo[l] = width
+                rhi[l] = -1
+            g[0] = 1.0
+            rlo[0] = 0
+            rhi[0] = 0
+            q0 = 0
+            phase = 3
+        if phase == 3:
+            # --- expand G(y, z) feature by feature
+            while q0 < na:
+                if work >= budget:
+                    status = 1
+                    break
+                e = eps[act[q0]]
+                keep = 1.0 - e
+                b = bkt[q0]
+                for l in range(min(q0 + 1, lcap), 0, -1):
+                    row = l * width
+                    prev = (l - 1) * width
+                    for m in range(rlo[l], rhi[l] + 1):
+                        g[row + m] *= keep
+                    if rhi[l - 1] >= 0:
+                        for m in range(rlo[l - 1], rhi[l - 1] + 1):
+                            g[row + m + b] += e * g[prev + m]
+                        if rlo[l - 1] + b < rlo[l]:
+                            rlo[l] = rlo[l - 1] + b
+                        if rhi[l - 1] + b > rhi[l]:
+                            rhi[l] = rhi[l - 1] + b
+                    work += rhi[l] - rlo[l] + 2
+                g[0] *= keep
+                work += 1
+                q0 += 1
+            if status:
+                break
+            # --- add the coefficients (l > hybrid) whose quantised sum changes the class
+            for l in range(rr + 1, lcap + 1):
+                row = l * width
+                for m in range(rlo[l], rhi[l] + 1):
+                    c = g[row + m]
+                    if c == 0.0:
+                        continue
+                    if mode == 0:
+                        x = s + l * cval
+                    elif mode == 1:
+                        x = s + l * dmin + m * w
+                    else:
+                        x = (1 - l) * s + ((m + l * rmin) - 0.5 * l) * w
+                    if (x > 0.0) != pos:
+                        change += c
+            work += cells
+            out[p] = change
+            p += 1
+            phase = 0
+    ist[0] = p
+    ist[1] = phase
+    ist[2] = na
+    ist[3] = mode
+    ist[4] = rmin
+    ist[5] = bmax
+    ist[6] = lcap
+    ist[7] = rr
+    ist[8] = top
+    ist[9] = q0
+    ist[10] = width
+    ist[11] = cells
+    fst[0] = w
+    fst[1] = cval
+    fst[2] = dmin
+    fst[3] = change
+    return status
 
 
 # --------------------------------------------------------------------------
@@ -769,13 +857,16 @@ def _bounds_chunk(margin, deltas, eps, resolution, beta, trim, gamma, rounding, 
         target = span / resolution
         if not target < math.inf:
             raise OverflowError("scp_bounds: the flip effects' range overflows float64")
-        h = math.ldexp(1.0, math.floor(math.log2(target)))      # exact power of two
-        while h > target:
-            h *= 0.5
-        while 2.0 * h <= target:
-            h *= 2.0
-        if h < 2.0 ** -1000:
+        if not target >= 2.0 ** -1000:
+            # the smallest step used (also when span / resolution underflows to 0 on
+            # subnormal flip effects: the search below would never end at h = 0)
             h = 2.0 ** -1000
+        else:
+            h = math.ldexp(1.0, math.floor(math.log2(target)))  # exact power of two
+            while h > target:
+                h *= 0.5
+            while 2.0 * h <= target:
+                h *= 2.0
         # integer grid values, directed and nearest
         nf = 0
         nc = 0
