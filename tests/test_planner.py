@@ -117,8 +117,10 @@ def test_influence_hand_case_and_auto_method():
 
 def _reference_greedy(margin, deltas, eps, units):
     """Algorithm 2 as written: every candidate scored by a full exact SCP evaluation."""
-    return _greedy_by_evaluation(margin, deltas, np.broadcast_to(eps, deltas.shape[1]).copy(),
-                                 units, None, SCP_METHODS["exact"], {})
+    r, history, value, _ = _greedy_by_evaluation(
+        margin, deltas, np.broadcast_to(eps, deltas.shape[1]).copy(), units, None,
+        SCP_METHODS["exact"], {})
+    return r, history, value
 
 
 @pytest.mark.parametrize("data", ["house_votes", "nltcs"])

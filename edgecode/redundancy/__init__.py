@@ -15,10 +15,12 @@ Modules: ``repetition`` (the code), ``influence`` (the influence engines),
 """
 
 from .greedy import (PLAN_METHODS, SCP_METHODS, Allocation, PlanningCostWarning,
-                     allocate_greedy, certify_plan, estimate_plan_seconds, mean_scp)
+                     allocate_greedy, certify_plan, estimate_plan_seconds, max_useful_units,
+                     mean_scp)
 from .influence import INFLUENCE_METHODS, Influences, influences
 from .repetition import allocate_uniform, repetition_error
 
 __all__ = ["repetition_error", "allocate_uniform", "allocate_greedy", "Allocation", "mean_scp",
-           "certify_plan", "estimate_plan_seconds", "influences", "Influences",
+           "certify_plan", "estimate_plan_seconds", "max_useful_units", "influences",
+           "Influences",
            "SCP_METHODS", "PLAN_METHODS", "INFLUENCE_METHODS", "PlanningCostWarning"]

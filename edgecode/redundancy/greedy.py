@@ -27,13 +27,13 @@ import numpy as np
 
 from .._config import (PLAN_CERTIFY_EXACT_MAX, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESOLUTION,
                        PLAN_REFRESH_BATCH, PLAN_SERIES_RTOL, PLAN_WARN_SECONDS)
-from .._validation import check_eps, check_int, check_margin_deltas
+from .._validation import check_allocation, check_eps, check_int, check_margin_deltas
 from .. import scp as _scp
 from .influence import make_engine, resolve_influence_method
 from .repetition import _budget_units, repetition_error
 
 __all__ = ["allocate_greedy", "Allocation", "mean_scp", "certify_plan", "estimate_plan_seconds",
-           "PLAN_METHODS", "SCP_METHODS", "PlanningCostWarning"]
+           "max_useful_units", "PLAN_METHODS", "SCP_METHODS", "PlanningCostWarning"]
 
 #: Lazy candidate evaluation (tests switch it off to compare with the eager greedy).
 _LAZY = True
@@ -43,6 +43,14 @@ _SLACK = 4.0 * PLAN_SERIES_RTOL
 
 #: ``method`` values of :func:`allocate_greedy`.
 PLAN_METHODS = ("auto", "exact", "grid", "approx", "bounds")
+
+#: bytes of one ``Allocation.history`` entry (a tuple of an int and a float in a list)
+_HISTORY_ENTRY_BYTES = 120
+
+#: why a plan stopped before its budget was spent (``Allocation.stop_reason``)
+STOP_ZERO = "1-SCP is 0 in double precision"
+STOP_ROUNDING = "no unit can raise the mean SCP by a representable amount"
+STOP_NO_GAIN = "no unit raises the mean SCP"
 
 
 class PlanningCostWarning(UserWarning):
@@ -138,7 +146,19 @@ class Allocation:
         Work done: ``influence_columns`` (feature-influence evaluations over
         all points; the eager greedy needs ``n * steps``), ``active_points``
         (points whose class can change), ``grid_cells``, ``plan_seconds``,
-        ``certify_seconds``.
+        ``certify_seconds``, ``max_useful_units`` (the most units any plan
+        could spend usefully, :func:`max_useful_units`).
+    unused_bits : int
+        Redundancy bits of ``budget_bits`` left unspent because the plan
+        stopped early (0 when the whole budget was spent).  The plan sends
+        ``budget_bits - unused_bits`` redundancy bits.
+    stop_reason : str or None
+        Why the plan stopped early, None when it spent its budget: ``"1-SCP is
+        0 in double precision"`` (the mean SCP is 1.0 as a float), ``"no unit
+        can raise the mean SCP by a representable amount"`` (the best gain is
+        below half a unit in the last place of the mean SCP) or ``"no unit
+        raises the mean SCP"`` (no gain is positive).  The step it stopped at
+        is ``len(history)``.
     """
 
     repetitions: np.ndarray
@@ -152,6 +172,13 @@ class Allocation:
     scp_upper: float = float("nan")
     certified_by: str = None
     stats: dict = field(default_factory=dict)
+    unused_bits: int = 0
+    stop_reason: str = None
+
+    @property
+    def stopped_early(self):
+        """True when the plan stopped before spending its budget (``stop_reason``)."""
+        return self.stop_reason is not None
 
     @property
     def bits_per_feature(self):
@@ -184,49 +211,131 @@ def certify_plan(margin, deltas, effective_eps):
     return float(lo.mean()), float(up.mean()), "bounds"
 
 
-#: seconds per elementary operation on one core of the benchmark machine
-#: (``benchmarks/bench_planner.py``); only used for warnings and CLI notes.
+def max_useful_units(eps, useful=None, scp_floor=0.5):
+    """Most repetition units per feature that can still raise a mean SCP >= ``scp_floor``.
+
+    A unit on feature j at ``r_j`` units gains at most
+    ``eps_j(r_j) - eps_j(r_j + 1) < eps_j(r_j)`` in mean SCP (influences are
+    in [-1, 1]); once that is below a quarter of the spacing of float64
+    numbers at ``scp_floor``, adding it cannot change the mean SCP's value,
+    so a greedy plan stops (:func:`allocate_greedy`) before any feature gets
+    more units than returned here.  0 for features that are not ``useful``
+    (eps_j = 0 or no flip effect).  The sum bounds the steps of any plan,
+    whatever the budget: at eps = 0.2 no feature gets more than 78 units
+    (157 copies), at eps = 0.01 more than 11.
+
+    Examples
+    --------
+    >>> from edgecode.redundancy import max_useful_units
+    >>> max_useful_units([0.2, 0.01, 0.0]).tolist()
+    [78, 11, 0]
+    """
+    eps = np.atleast_1d(np.asarray(eps, dtype=np.float64))
+    floor = float(np.spacing(np.float64(max(float(scp_floor), 0.0)))) / 4.0
+    out = np.zeros(eps.shape[0], np.int64)
+    live = eps > 0 if useful is None else (np.asarray(useful, bool) & (eps > 0))
+    values, inverse = np.unique(eps[live], return_inverse=True)
+    caps = np.empty(values.shape[0], np.int64)
+    for i, e in enumerate(values):          # smallest r with eps(r) <= floor: bisection
+        lo, hi = 0, 1
+        while repetition_error(e, hi) > floor:
+            lo, hi = hi, 2 * hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if repetition_error(e, mid) > floor:
+                lo = mid + 1
+            else:
+                hi = mid
+        caps[i] = lo
+    out[live] = caps[inverse]
+    return out
+
+
+#: wall seconds per elementary operation, measured on the benchmark machine (2
+#: shared cores, numba's default thread count, medians of noisy runs:
+#: ``benchmarks/bench_planner.py --estimate``, table in ``benchmarks/README.md``);
+#: only used for warnings and the command line's expected-time line.
 _SECONDS_PER_OP = {
-    "subset": 4e-9,          # exact: one subset sum (with mask) per point
-    "fft_cell": 1.5e-9,      # grid: inverse FFT per cell and log2(cells)
-    "cell": 1e-9,            # grid: spectrum update and running sum per cell
-    "influence": 5e-8,       # grid: one influence (point, feature)
-    "bounds_feature": 2e-5,  # scp_bounds: one (point, feature) at the default resolution
-    "approx_feature": 5e-6,  # scp_approx (k = 50): one (point, feature)
+    "subset": 2.5e-9,        # exact: one (subset, feature) of a meet in the middle, per point
+    "grid_cell": 5.9e-9,     # grid: one step's update of one cell of a point (amortised rebuilds)
+    "grid_build": 4.1e-9,    # grid: one (cell, feature group) of a point's first spectrum
+    "influence": 8e-8,       # grid: one influence (point, feature)
+    "bounds_feature": 8e-6,  # scp_bounds at the default resolution: one (point, feature + 32)
+    "approx_cell": 4e-10,    # scp_approx: one coefficient update (k L^2 n / 2 per point)
 }
 
+#: grid engine, lazy evaluation: influences refreshed per step, as a fraction of n,
+#: during the first 2 n steps and after (measured: 0.3-0.7 on synthetic and DNA data
+#: up to 2 n steps, 0.15 over 63 n steps on DNA)
+_REFRESH_EARLY, _REFRESH_LATE = 0.6, 0.15
 
-def estimate_plan_seconds(t, n, units, method, resolution=PLAN_GRID_RESOLUTION):
-    """Rough wall time of :func:`allocate_greedy` on one core, for a warning or a CLI note.
 
-    ``exact``: a meet in the middle per point and step; ``grid``: one
-    inverse FFT and spectrum update per point and step plus the influences
-    it re-evaluates (counted as 60% of all, what lazy evaluation leaves on
-    dense synthetic data; far fewer on real data); ``approx`` / ``bounds``:
-    n SCP evaluations per step.  Certification included.  Upper-side
-    estimates: points whose class cannot change are counted.
+def _score_seconds(t, n):
+    """One certificate of a plan (``certify_plan``): exact up to 24 features, else bounds."""
+    c = _SECONDS_PER_OP
+    if n <= PLAN_CERTIFY_EXACT_MAX:          # scp_exact: no masks, about half a step
+        h1 = n // 2
+        return t * (2.0 ** h1 + 2.0 ** (n - h1)) * (n + 4) * c["subset"] / 2
+    return t * (n + 32) * c["bounds_feature"]
+
+
+def _grid_build_seconds(t, n, resolution):
+    """The grid engine's first spectra and its first evaluation of all n influences."""
+    c = _SECONDS_PER_OP
+    return t * min(n, 128) * resolution / 2 * c["grid_build"] + t * n * c["influence"]
+
+
+def estimate_plan_seconds(t, n, units, method, resolution=PLAN_GRID_RESOLUTION, *, eps=None,
+                          extra_scores=0):
+    """Expected wall time of :func:`allocate_greedy`, for a warning or the CLI's note.
+
+    ``exact``: one meet in the middle per point and step; ``grid``: the
+    first spectra, then per point and step one update of its cells and the
+    influences that lazy evaluation refreshes (0.6 n per step for the first
+    2 n steps, 0.15 n after); ``approx`` / ``bounds``: n SCP evaluations per
+    step.  The certificate is included, and ``extra_scores`` more plans
+    scored as ``edgecode plan`` scores its none and uniform rows (a
+    certificate each, with the grid's estimate above 24 features).  Points
+    whose class cannot change are counted (an upper-side estimate).  With
+    ``eps`` (per feature, or one value) the steps are at most
+    :func:`max_useful_units`: a plan stops there whatever the budget.
+    Calibrated on the benchmark machine (``benchmarks/README.md``, "Planner
+    time estimates"): within 2x of the measured times there.
 
     Examples
     --------
     >>> from edgecode.redundancy import estimate_plan_seconds
     >>> bool(estimate_plan_seconds(500, 1024, 1024, "grid") < 120)
     True
+    >>> bool(estimate_plan_seconds(435, 16, 5 * 10**8, "exact", eps=0.2) < 60)  # stops early
+    True
     """
+    t, n, units = int(t), int(n), int(units)
+    if eps is not None:   # a plan stops before any feature has more units than is useful
+        units = min(units, int(max_useful_units(np.broadcast_to(
+            np.asarray(eps, dtype=np.float64), (n,))).sum()))
     c = _SECONDS_PER_OP
-    if n <= PLAN_CERTIFY_EXACT_MAX:
-        certify = t * 2.0 ** ((n + 1) // 2) * n * c["subset"]
-    else:
-        certify = t * n * c["bounds_feature"]
+    score = _score_seconds(t, n)
+    extra = float(extra_scores) * (score + (_grid_build_seconds(t, n, resolution)
+                                            if n > PLAN_CERTIFY_EXACT_MAX else 0.0))
     if method == "exact":
-        half = 2.0 ** ((min(n, 64) + 1) // 2)
-        return t * 2 * half * n * c["subset"] * (units + 1) + certify
+        h1 = n // 2
+        per_step = t * (2.0 ** h1 + 2.0 ** (n - h1)) * (n + 4) * c["subset"]
+        return per_step * (units + 1) + score + extra
     if method == "grid":
-        per_step = t * (resolution * math.log2(resolution) * c["fft_cell"]
-                        + 2 * resolution * c["cell"] + 0.6 * n * c["influence"])
-        build = t * min(n, 256) * resolution / 2 * c["cell"] * 4
-        return build + per_step * (units + 1) + certify
-    per_eval = c["bounds_feature"] if method == "bounds" else c["approx_feature"]
-    return t * n * per_eval * n * (units + 1) + certify
+        early = min(units, 2 * n)
+        late = units - early
+        cell = t * resolution * c["grid_cell"]
+        steps = (early * (cell + t * _REFRESH_EARLY * n * c["influence"])
+                 + late * (cell + t * _REFRESH_LATE * n * c["influence"]))
+        return _grid_build_seconds(t, n, resolution) + steps + score + extra
+    if method == "bounds":
+        per_eval = t * (n + 32) * c["bounds_feature"]
+    else:
+        e = 0.2 if eps is None else float(np.mean(eps))
+        rows = min(n, math.ceil(n * e + 12 * math.sqrt(n * e * (1 - e)) + 10))
+        per_eval = t * n * 50 * rows * rows / 2 * c["approx_cell"]
+    return per_eval * (n * units + 1) + score + extra
 
 
 def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=None, *,
@@ -235,7 +344,9 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
 
     Starting from no protection, each step adds one repetition unit (two more
     copies) to the feature whose extra unit raises the mean SCP over the t
-    points the most, until ``budget_bits / 2`` units are spent.  Ties go to
+    points the most, until ``budget_bits / 2`` units are spent, or until no
+    unit can raise the mean SCP any more: then the plan stops early and says
+    so (``Allocation.stop_reason``, ``Allocation.unused_bits``).  Ties go to
     the lowest feature index.
 
     Parameters
@@ -266,7 +377,9 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
           features, where it is as cheap as the grid and has no
           discretisation, else ``grid``.  ``Allocation.method`` says which.
     progress : callable or None
-        Called as ``progress(step, n_steps, feature, mean_scp)`` after each step.
+        Called as ``progress(step, n_steps, feature, mean_scp)`` after each
+        step; ``n_steps`` is the number of units the budget pays for, or the
+        most any plan can spend usefully when that is smaller (see Notes).
     resolution : int, default=PLAN_GRID_RESOLUTION (2048)
         Grid cells per point (``grid`` only).
     certify : bool, default=True
@@ -286,7 +399,13 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
     ValueError
         On bad inputs (NaN, shapes, eps outside [0, 1/2)), t = 0, an odd or
         negative budget, or a budget that cannot be spent (every feature has
-        eps_j = 0 or D_j = 0 at every point).
+        eps_j = 0 or D_j = 0 at every point); before anything is allocated,
+        when the engine's state (``resolution`` cells per point: 24 bytes
+        each; exact: 16 t n bytes) or the history of the useful steps (120
+        bytes each) would exceed ``MAX_ALLOCATION_BYTES``.
+    KeyboardInterrupt
+        On Ctrl-C: the kernels run in batches of bounded work
+        (``BATCH_WORK``), so it is answered within a fraction of a second.
 
     Warns
     -----
@@ -302,6 +421,18 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
     flip effects are rounded to 1/resolution of each point's range); the
     returned plan is certified afterwards, so what is reported is guaranteed.
 
+    Early stop: a step needs a gain ``g > 0`` with ``mean_scp + g >
+    mean_scp`` in float64.  When the mean SCP is 1.0 ("1-SCP is 0 in double
+    precision"), when the best gain is below half the spacing of floats at
+    the mean SCP ("no unit can raise the mean SCP by a representable
+    amount") or when no gain is positive ("no unit raises the mean SCP"), the
+    plan stops and keeps the rest of the budget unspent: ``unused_bits``,
+    ``stop_reason``, and ``len(history)`` steps.  A unit's gain is at most
+    ``eps_j(r_j)``, so no feature ever gets more than
+    :func:`max_useful_units` units (78 at eps = 0.2): a budget of 2**62 bits
+    costs what a useful one does, in time and memory (the history is priced
+    on those steps, never on the budget).
+
     Examples
     --------
     >>> import numpy as np
@@ -313,6 +444,9 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
     array([2, 0])
     >>> bool(plan.scp_lower <= plan.mean_scp <= plan.scp_upper)
     True
+    >>> big = allocate_greedy(margin, deltas, 0.1, budget_bits=2**62, method="exact")
+    >>> big.stop_reason, big.repetitions, big.unused_bits == 2**62 - 2 * 33
+    ('1-SCP is 0 in double precision', array([33,  0]), True)
     """
     margin, deltas = check_margin_deltas(margin, deltas)
     t, n = deltas.shape
@@ -329,21 +463,41 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
         raise ValueError(
             f"budget_bits={budget_bits} cannot be spent: every feature has eps_j = 0 or a "
             "zero flip effect D_j at every planning point, so no repetition changes the SCP")
-    expected = estimate_plan_seconds(t, n, units, name, resolution)
+    cap = max_useful_units(eps, useful)          # for a mean SCP >= 1/2; refined below
+    expected = estimate_plan_seconds(t, n, min(units, int(cap.sum())), name, resolution)
     if expected > PLAN_WARN_SECONDS:
-        warnings.warn(f"allocate_greedy: {name} plan of {units} units over n = {n} features and "
-                      f"t = {t} points is expected to take about {expected:.0f} s on one core",
-                      PlanningCostWarning, stacklevel=2)
+        warnings.warn(f"allocate_greedy: {name} plan of {min(units, int(cap.sum()))} units over "
+                      f"n = {n} features and t = {t} points is expected to take about "
+                      f"{expected:.0f} s", PlanningCostWarning, stacklevel=2)
     t0 = time.perf_counter()
     if name in ("exact", "grid"):
         engine = make_engine(name, margin, deltas, eps, resolution)
-        r, history, stats = _greedy_by_influence(engine, eps, units, progress)
-        value = 1.0 - float(engine.change.mean())
+        start = 1.0 - float(engine.change.mean())
     else:
-        r, history, value = _greedy_by_evaluation(margin, deltas, eps, units, progress,
-                                                  SCP_METHODS[name], method_options)
-        stats = {"influence_columns": 0, "scp_evaluations": n * units + 1}
+        engine = None
+        change0 = float(SCP_METHODS[name](margin, deltas, eps, **method_options).mean())
+        start = 1.0 - change0
+    # no plan spends more units than this usefully (whatever the budget): the history
+    # is priced on it and the loop never runs past it
+    if start < 0.5:
+        cap = max_useful_units(eps, useful, scp_floor=start)
+    steps = int(min(units, int(cap.sum())))
+    check_allocation(f"budget_bits={budget_bits}", _HISTORY_ENTRY_BYTES * steps,
+                     what=f"the plan's history (one entry per step, up to {steps:,} steps that "
+                     "can still raise the mean SCP)",
+                     hint="use a smaller budget_bits")
+    if engine is not None:
+        r, history, stats, value, reason = _greedy_by_influence(engine, eps, steps, progress,
+                                                                start)
+    else:
+        r, history, value, reason = _greedy_by_evaluation(margin, deltas, eps, steps, progress,
+                                                          SCP_METHODS[name], method_options,
+                                                          change0)
+        stats = {"influence_columns": 0, "scp_evaluations": n * len(history) + 1}
+    if reason is None and len(history) < units:
+        reason = STOP_ROUNDING      # every feature is at its max_useful_units
     stats["plan_seconds"] = time.perf_counter() - t0
+    stats["max_useful_units"] = int(cap.sum())
     err = repetition_error(eps, r)
     lower = upper = float("nan")
     how = None
@@ -355,11 +509,28 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
             value = lower  # report the certifier's (independent) exact value
         else:
             value = min(max(value, lower), upper)  # the truth is in [lower, upper]
-    return Allocation(r, value, history, name, 2 * units, eps, err, lower, upper, how, stats)
+    return Allocation(r, value, history, name, 2 * units, eps, err, lower, upper, how, stats,
+                      unused_bits=2 * (units - len(history)), stop_reason=reason)
 
 
-def _greedy_by_influence(engine, eps, units, progress):
-    """Lazy greedy over exact gains ``drop_j * mean_x I_j(x)`` (module docstring)."""
+def _stop(value, gain):
+    """Why a step of ``gain`` cannot raise the mean SCP ``value`` (None: it can)."""
+    if value >= 1.0:
+        return STOP_ZERO
+    if not gain > 0.0:
+        return STOP_NO_GAIN
+    if not value + gain > value:
+        return STOP_ROUNDING
+    return None
+
+
+def _greedy_by_influence(engine, eps, units, progress, value):
+    """Lazy greedy over exact gains ``drop_j * mean_x I_j(x)`` (module docstring).
+
+    Runs at most ``units`` steps, and stops early when the best gain cannot
+    raise the mean SCP ``value`` (:func:`_stop`).  Returns ``(r, history,
+    stats, value, reason)``.
+    """
     n = eps.shape[0]
     t = engine.t
     r = np.zeros(n, np.int64)
@@ -373,6 +544,7 @@ def _greedy_by_influence(engine, eps, units, progress):
     grow = np.ones(n)                              # bound factors since the last refresh
     shrink = np.ones(n)
     history = []
+    reason = None
     for step in range(units):
         first_pass = True
         while True:
@@ -405,6 +577,9 @@ def _greedy_by_influence(engine, eps, units, progress):
             fresh[batch] = True
             grow[batch] = 1.0
             shrink[batch] = 1.0
+        reason = _stop(value, drop[i] * mean[i])
+        if reason is not None:
+            break
         j = i
         e_old, e_new = err[j], nxt[j]
         engine.step(j, e_new)
@@ -423,19 +598,29 @@ def _greedy_by_influence(engine, eps, units, progress):
         history.append((j, value))
         if progress is not None:
             progress(step + 1, units, j, value)
-    stats = {"influence_columns": int(evaluated), "eager_columns": int(n * (units + 1)),
+    stats = {"influence_columns": int(evaluated), "eager_columns": int(n * (len(history) + 1)),
              "active_points": int(engine.n_active), "grid_cells": int(getattr(engine, "cells", 0))}
-    return r, history, stats
+    return r, history, stats, value, reason
 
 
-def _greedy_by_evaluation(margin, deltas, eps, units, progress, fn, options):
-    """Algorithm 2 as written: score every candidate by a full SCP evaluation."""
+def _greedy_by_evaluation(margin, deltas, eps, units, progress, fn, options, change=None):
+    """Algorithm 2 as written: score every candidate by a full SCP evaluation.
+
+    ``fn`` returns change probabilities; ``change`` is their mean at ``eps``
+    when already known.  At most ``units`` steps; stops early when the best
+    candidate cannot raise the mean SCP (the rule of :func:`_stop`).
+    Returns ``(r, history, mean_scp, reason)``.
+    """
     n = deltas.shape[1]
     r = np.zeros(n, dtype=np.int64)
     err = repetition_error(eps, r)
-    current = float(fn(margin, deltas, err, **options).mean())
+    current = float(fn(margin, deltas, err, **options).mean()) if change is None else change
     history = []
+    reason = None
     for step in range(units):
+        if 1.0 - current >= 1.0:
+            reason = STOP_ZERO
+            break
         best_j, best = -1, np.inf
         for j in range(n):
             if eps[j] == 0.0:
@@ -445,10 +630,16 @@ def _greedy_by_evaluation(margin, deltas, eps, units, progress, fn, options):
             value = float(fn(margin, deltas, trial, **options).mean())
             if value < best:
                 best_j, best = j, value
+        if best_j < 0 or not best < current:
+            reason = STOP_NO_GAIN
+        elif not 1.0 - best > 1.0 - current:
+            reason = STOP_ROUNDING
+        if reason is not None:
+            break
         r[best_j] += 1
         err[best_j] = repetition_error(eps[best_j], r[best_j])
         current = best
         history.append((best_j, 1.0 - best))
         if progress is not None:
             progress(step + 1, units, best_j, 1.0 - best)
-    return r, history, 1.0 - current
+    return r, history, 1.0 - current, reason

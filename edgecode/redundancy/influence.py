@@ -28,11 +28,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._parallel import run_chunks
-from .._config import (PLAN_EXACT_LIMIT, PLAN_EXACT_MAX_FEATURES, PLAN_GRID_RESOLUTION,
-                       PLAN_GRID_TAIL, PLAN_RESYNC_AMPLIFICATION, PLAN_SERIES_RTOL,
-                       PLAN_SERIES_TOL)
-from .._validation import check_eps, check_int, check_margin_deltas
+from .._parallel import bounded_ranges, n_workers, run_batched
+from .._config import (BATCH_WORK, PLAN_EXACT_LIMIT, PLAN_EXACT_MAX_FEATURES,
+                       PLAN_GRID_RESOLUTION, PLAN_GRID_TAIL, PLAN_RESYNC_AMPLIFICATION,
+                       PLAN_SERIES_RTOL, PLAN_SERIES_TOL)
+from .._validation import check_allocation, check_eps, check_int, check_margin_deltas
 from ._kernels import (_column_sums, _exact_influences, _grid_cdf, _grid_influences,
                        _grid_setup, _grid_spectrum, _grid_step)
 
@@ -41,6 +41,11 @@ __all__ = ["influences", "Influences", "INFLUENCE_METHODS"]
 #: engines that compute influences (``auto`` picks exact up to
 #: ``PLAN_EXACT_MAX_FEATURES`` features, grid above).
 INFLUENCE_METHODS = ("auto", "exact", "grid")
+
+
+#: the grid engine evaluates influences in blocks of features of at most this many
+#: bytes of (points x features) values
+_COLUMN_BLOCK_BYTES = 2 ** 26
 
 
 class Influences(NamedTuple):
@@ -61,6 +66,9 @@ class ExactEngine:
         self.margin, self.deltas = margin, deltas
         self.eps = np.array(eps, dtype=np.float64)
         self.t, self.n = deltas.shape
+        check_allocation(f"t={self.t} planning points", 16 * self.t * self.n,
+                         what=f"the exact engine's influences ({self.t:,} x {self.n} float64, "
+                         "twice)", hint="plan on fewer points")
         self.change = np.zeros(self.t)
         self.n_active = self.t
         self._infl = None
@@ -68,8 +76,10 @@ class ExactEngine:
 
     def _all(self):
         infl = np.empty((self.t, self.n))
-        run_chunks(_exact_influences, self.t, self.margin, self.deltas, self.eps, infl,
-                   self.change)
+        # batches of bounded work: Ctrl-C is answered between them
+        item = 2 * (1 << ((self.n + 1) // 2)) * (self.n + 4)
+        run_batched(_exact_influences, bounded_ranges(self.t, item, min_chunks=n_workers()),
+                    self.margin, self.deltas, self.eps, infl, self.change)
         self._infl = infl
         self._own = infl.copy()
 
@@ -143,14 +153,21 @@ class GridEngine:
                         self.xtau, state)
         self.rows = np.flatnonzero(state == 1).astype(np.int64)
         self.n_active = int(self.rows.size)
+        # the state: a spectrum (N/2 + 1 complex) and a CDF (N float64) per planned point
+        check_allocation(f"resolution={n_cells} with t={t} planning points",
+                         self.n_active * (16 * (n_cells // 2 + 1) + 8 * n_cells),
+                         what=f"the grid engine's state of {self.n_active:,} planned points "
+                         f"({24 * n_cells:,} bytes each)",
+                         hint="plan on fewer points (--max-points), or a smaller resolution")
         self.change = np.where(state == 2, 1.0, 0.0)
         self.roots = np.exp(-2j * np.pi * np.arange(n_cells) / n_cells)
         self.phi = np.empty((self.n_active, n_cells // 2 + 1), np.complex128)
+        item = 4 * max(1, self.n) * (n_cells // 2 + 1)
         for a in range(0, self.n_active, 256):   # bounded temporaries: 256 points at a time
             rows = self.rows[a:a + 256]
             keys, levels = self._group_keys(rows)
-            run_chunks(_grid_spectrum, len(rows), self.lo, rows, keys, levels, len(levels),
-                       self.roots, self.phi[a:a + 256])
+            run_batched(_grid_spectrum, bounded_ranges(len(rows), item, min_chunks=n_workers()),
+                        self.lo, rows, keys, levels, len(levels), self.roots, self.phi[a:a + 256])
         self._rebuild()
 
     def _group_keys(self, rows):
@@ -183,8 +200,12 @@ class GridEngine:
         self.resyncs = getattr(self, "resyncs", -1) + 1
         if not self.n_active:
             return
-        _irfft_rows(self.phi, self.n_cells, self.cdf)
-        _grid_cdf(self.cdf, self.rows, self.xtau, self.change, self.pmax)
+        # in blocks of rows of bounded work (each row's transform is its own)
+        block = max(1, BATCH_WORK // (4 * self.n_cells * int(np.log2(self.n_cells))))
+        for a in range(0, self.n_active, block):
+            b = min(a + block, self.n_active)
+            _irfft_rows(self.phi[a:b], self.n_cells, self.cdf[a:b])
+            _grid_cdf(self.cdf[a:b], self.rows[a:b], self.xtau, self.change, self.pmax[a:b])
 
     def columns(self, feats):
         """Influences of ``feats`` at every point, shape (t, len(feats))."""
@@ -197,14 +218,26 @@ class GridEngine:
         feats = np.ascontiguousarray(feats, dtype=np.int64)
         out = np.empty((self.n_active, feats.shape[0]))
         if self.n_active:
-            run_chunks(_grid_influences, self.n_active, self.margin, self.deltas, self.eps, feats,
-                       self.rows, self.h, self.xtau, self.cdf, self.pmax, PLAN_SERIES_TOL,
-                       PLAN_SERIES_RTOL, out)
+            ranges = bounded_ranges(self.n_active, 40 * max(1, feats.shape[0]),
+                                    min_chunks=n_workers())
+            run_batched(_grid_influences, ranges, self.margin, self.deltas, self.eps, feats,
+                        self.rows, self.h, self.xtau, self.cdf, self.pmax, PLAN_SERIES_TOL,
+                        PLAN_SERIES_RTOL, out)
         return out
 
     def evaluate(self, feats):
-        """Sums over the points of the influences of ``feats``: (total, positive, negative)."""
-        return _summaries(self._planned_columns(feats))
+        """Sums over the points of the influences of ``feats``: (total, positive, negative).
+
+        In blocks of features whose (points x features) influences take at most
+        ``_COLUMN_BLOCK_BYTES`` (each column's sum is its own: the same sums).
+        """
+        feats = np.asarray(feats, dtype=np.int64)
+        block = max(1, _COLUMN_BLOCK_BYTES // (8 * max(1, self.n_active)))
+        if feats.shape[0] <= block:
+            return _summaries(self._planned_columns(feats))
+        parts = [_summaries(self._planned_columns(feats[a:a + block]))
+                 for a in range(0, feats.shape[0], block)]
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
     def step(self, j, e_new):
         e_old = float(self.eps[j])
@@ -214,9 +247,10 @@ class GridEngine:
                 e_new / e_old + (1.0 - e_new / e_old) / (1.0 - 2.0 * e_old)
             in_place = self._amplification * kappa <= PLAN_RESYNC_AMPLIFICATION
             ratio = ((1.0 - e_new) + e_new * self.roots) / ((1.0 - e_old) + e_old * self.roots)
-            run_chunks(_grid_step, self.n_active, self.margin, self.deltas, int(j), e_old,
-                       float(e_new), self.rows, self.h, self.xtau, ratio, self.phi, self.cdf,
-                       self.change, self.pmax, in_place)
+            ranges = bounded_ranges(self.n_active, 3 * self.n_cells, min_chunks=n_workers())
+            run_batched(_grid_step, ranges, self.margin, self.deltas, int(j), e_old,
+                        float(e_new), self.rows, self.h, self.xtau, ratio, self.phi, self.cdf,
+                        self.change, self.pmax, in_place)
             self.eps[j] = e_new
             if in_place:
                 self._amplification *= kappa

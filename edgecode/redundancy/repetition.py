@@ -8,7 +8,7 @@ flips each bit with probability eps_j leaves it wrong with probability
 import numpy as np
 from scipy.special import bdtrc
 
-from .._validation import check_int
+from .._validation import check_allocation, check_int
 
 __all__ = ["repetition_error", "allocate_uniform"]
 
@@ -84,6 +84,13 @@ def allocate_uniform(n_features, budget_bits):
     ndarray of shape (n_features,), int64
         r_j; feature j is sent ``2 r_j + 1`` times.
 
+    Raises
+    ------
+    ValueError
+        An odd or negative budget; ``n_features`` whose counts (8 bytes each)
+        would exceed ``MAX_ALLOCATION_BYTES``, before anything is allocated;
+        a budget whose per-feature count does not fit an int64.
+
     Examples
     --------
     >>> from edgecode.redundancy import allocate_uniform
@@ -92,6 +99,11 @@ def allocate_uniform(n_features, budget_bits):
     """
     n = check_int(n_features, name="n_features", low=1)
     units = _budget_units(budget_bits)
+    check_allocation(f"n_features={n}", 8 * n, what="the repetition counts (one int64 per "
+                     "feature)", hint="use fewer features")
+    if units // n + 1 > 2 ** 62:
+        raise ValueError(f"budget_bits={budget_bits} is too large: {units // n + 1} repetition "
+                         "units per feature do not fit an int64")
     r = np.full(n, units // n, dtype=np.int64)
     r[: units % n] += 1
     return r
