@@ -31,42 +31,19 @@ def load_recorded(spec, container=None):
     return datasets.load(spec, **opts)
 
 
-class _Progress:
-    """Progress of a long plan on stderr.
+def _plan_progress(names, stream=None, quiet=False, tty=None, every=10.0):
+    """The plan's progress on stderr: an ``export.progress.Progress`` and the
+    ``allocate_greedy`` callback that feeds it the step, the feature's name
+    and the running 1-SCP (the reporter adds the elapsed time and an ETA)."""
+    from export.progress import Progress
 
-    On a terminal: one line redrawn in place with a bar, the step, the
-    feature, the running 1-SCP, the elapsed time and an ETA.  Otherwise (a
-    log, a pipe, CI): one plain line every ``every`` seconds and at the end.
-    """
+    reporter = Progress("greedy plan", stream=stream, every=every, tty=tty, enabled=not quiet)
 
-    def __init__(self, label, names=None, stream=None, every=10.0, tty=None):
-        self.label, self.names = label, names
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty() if tty is None else tty
-        self.every = every
-        self.t0 = self.last = time.perf_counter()
+    def callback(step, total, feature, value):
+        name = names[feature] if names is not None and 0 <= feature < len(names) else str(feature)
+        reporter(step, total, f"{name} 1-SCP {1 - value:.3e}")
 
-    def _name(self, j):
-        return self.names[j] if self.names is not None and j < len(self.names) else str(j)
-
-    def __call__(self, step, total, feature, value):
-        now = time.perf_counter()
-        elapsed = now - self.t0
-        eta = elapsed / step * (total - step) if step else float("nan")
-        if self.tty:
-            width = 24
-            done = int(width * step / max(total, 1))
-            self.stream.write(f"\r{self.label} [{'#' * done}{'.' * (width - done)}] "
-                              f"{step}/{total} {self._name(feature)} 1-SCP {1 - value:.3e} "
-                              f"{elapsed:.1f}s ETA {eta:.1f}s  ")
-            if step == total:
-                self.stream.write("\n")
-            self.stream.flush()
-        elif now - self.last >= self.every or step == total:
-            self.last = now
-            print(f"{self.label}: step {step}/{total} ({100 * step / max(total, 1):.0f}%), "
-                  f"1-SCP {1 - value:.3e}, {elapsed:.1f}s elapsed, ETA {eta:.1f}s",
-                  file=self.stream, flush=True)
+    return reporter, callback
 
 
 def _parse_eps(text, n=None):
@@ -234,11 +211,14 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     that ``simulate``, ``campaign``, ``upsets`` and ``firmware --check`` find
     the same rows without ``--data``.
 
-    Returns a dict with the fitted model, the data, both plans and the export.
+    Returns a dict with the fitted model, the data, both plans and the export, the
+    expected time of planning and scoring (``expected_seconds``, the estimate the
+    expected-time line prints) and the time they took (``elapsed_seconds``).
     """
     from edgecode import datasets
     from edgecode._config import PLAN_GRID_RESOLUTION
     from edgecode.naive_bayes import BinaryNaiveBayes
+    from export.progress import format_seconds
     from edgecode.redundancy import (PlanningCostWarning, allocate_greedy, allocate_uniform,
                                      estimate_plan_seconds, repetition_error)
     from edgecode.redundancy.greedy import _resolve_method
@@ -267,21 +247,26 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
     used = _resolve_method(method, n)
     say(_method_reason(method, used, n, resolution))
-    expected = estimate_plan_seconds(t, n, budget_bits // 2, used, resolution)
-    expected += 2 * (estimate_plan_seconds(t, n, 0, "grid", resolution) if used != "exact"
-                     else 0.0)
+    # the plan (at most the steps any plan can use), then the none and uniform rows
+    n_rows = 1 + int(budget_bits >= 2 * n)
+    expected = estimate_plan_seconds(t, n, budget_bits // 2, used, resolution, eps=eps_vec,
+                                     extra_scores=n_rows)
     if expected > 60:
-        say(f"warning: expected to take about {expected:.0f} s on one core "
+        say(f"warning: expected to take about {format_seconds(expected)} "
             "(progress on stderr; Ctrl-C stops cleanly, nothing is written)")
     elif expected > 5:
-        say(f"expected time: about {expected:.0f} s on one core")
+        say(f"expected time: about {format_seconds(expected)}")
     t0 = time.perf_counter()
-    progress = None if quiet else _Progress("greedy plan", names, stream=progress_stream)
-    with warnings.catch_warnings():
+    reporter, progress = _plan_progress(names, stream=progress_stream, quiet=quiet)
+    with reporter, warnings.catch_warnings():
         warnings.simplefilter("ignore", PlanningCostWarning)  # said above, with the CLI's estimate
         plan = allocate_greedy(margin, deltas, eps_arr, budget_bits, method=method,
                                progress=progress, resolution=resolution)
     plan_s = time.perf_counter() - t0
+    if plan.stopped_early:
+        say(f"greedy plan stopped early at step {len(plan.history):,} of {budget_bits // 2:,}: "
+            f"{plan.stop_reason} (1-SCP {1 - plan.mean_scp:.3e}); {plan.unused_bits:,} of the "
+            f"{budget_bits:,} budget bits unused")
     rows = [("none", _score(margin, deltas, eps_vec, resolution), np.zeros(n, int))]
     uniform = None
     if budget_bits >= 2 * n:
@@ -317,7 +302,8 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     say(f"ratio {ref_name}/greedy 1-SCP: {_fmt_ratio(1 - ref[0], 1 - g[0])}{cert}   (method "
         f"{plan.method}, plan {plan_s:.2f}s, all {elapsed:.2f}s)")
     result = {"model": nb, "data": data, "plan_rows": plan_rows, "X_plan": Xp, "plan": plan,
-              "uniform_scp": uniform, "none_scp": rows[0][1][0], "ratio": ratio}
+              "uniform_scp": uniform, "none_scp": rows[0][1][0], "ratio": ratio,
+              "expected_seconds": expected, "elapsed_seconds": elapsed}
     if out is not None or onnx_out is not None or plan_out is not None:
         if dataset_ref is None:
             dataset_ref = dataset if isinstance(dataset, str) else data.name
@@ -343,7 +329,8 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
                              "planned_mean_scp": plan.mean_scp,
                              "planned_scp_lower": plan.scp_lower,
                              "planned_scp_upper": plan.scp_upper,
-                             "planning_points": len(Xp), "budget_bits": budget_bits})
+                             "planning_points": len(Xp), "budget_bits": budget_bits,
+                             "unused_bits": plan.unused_bits, "stop_reason": plan.stop_reason})
         if out is not None:
             say(f"wrote container {out} ({len(result['export'].container)} bytes)")
         if onnx_out is not None:
