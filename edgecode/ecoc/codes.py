@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .._config import ECOC_EXHAUSTIVE_MAX_CLASSES, ECOC_MAX_SYLVESTER
-from .._validation import check_int
+from .._validation import check_allocation, check_int
 from ._kernels.codes import _min_offdiag, _pair_distances, _random_search
 from ._memory import MAX_CODE_BYTES, check_code_bytes
 from ._random import as_random_state, plain_matrix
@@ -691,11 +691,25 @@ def bch(n_classes, n_columns=None, *, t=None, n_draws=20, random_state=None):
     n_draws = check_int(n_draws, name="n_draws", low=1)
     # messages, their int64 product with G, the int8 code (two alive at a time)
     check_code_bytes("bch", c, n, 9 * c * kdim + 8 * c * n + 2 * c * n)
+    if n_draws > 1:
+        # comparing draws by d_T: the c x c row and n x n column distance tables (int64),
+        # the column relabelling table and its canonical copy
+        from . import _memory
+        check_allocation(f"bch: n_classes={c} with n_draws={n_draws}",
+                         8 * c * c + 16 * n * n + c * n,
+                         what=f"comparing the draws by d_T (a {c} x {c} table of row distances)",
+                         hint="pass n_draws=1 (one draw, not compared: its rows are still at "
+                         "distance >= 2t + 1), or use fewer classes",
+                         limit=_memory.MAX_CODE_BYTES)
     rs = as_random_state(random_state)
     best, best_key = None, None
+    Gf = G.astype(np.float64)
     for _ in range(n_draws):
         msgs = _distinct_messages(rs, c, kdim)
-        M = ((msgs.astype(np.int64) @ G.astype(np.int64)) % 2).astype(np.int8)
+        # exact in float64 (sums of at most kdim <= 1023 ones): BLAS instead of an int product
+        M = (np.rint(msgs.astype(np.float64) @ Gf).astype(np.int64) % 2).astype(np.int8)
+        if n_draws == 1:
+            return M
         key = _code_key(M)
         if best_key is None or key > best_key:
             best, best_key = M, key

@@ -29,6 +29,8 @@ import math
 import numpy as np
 
 from .._config import ECOC_ADAPTIVE_BUDGET, ECOC_MAX_SYLVESTER
+from .._validation import check_allocation
+from . import _memory
 from ._kernels.codes import (_canonical_rows, _pair_distances, _swap_climb,
                              _sylvester_fill)
 
@@ -140,7 +142,12 @@ def sylvester_entries(rows, cols, N, k, orientation="ours"):
     """
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
-    out = np.empty((rows.shape[0], cols.shape[0]), _dtype(N))
+    dtype = _dtype(N)
+    check_allocation(f"len(rows)={rows.shape[0]}, len(cols)={cols.shape[0]}",
+                     rows.shape[0] * cols.shape[0] * np.dtype(dtype).itemsize,
+                     what=f"the {rows.shape[0]} x {cols.shape[0]} sub-matrix",
+                     hint="ask for fewer rows or columns", limit=_memory.MAX_CODE_BYTES)
+    out = np.empty((rows.shape[0], cols.shape[0]), dtype)
     base = np.ascontiguousarray(sylvester_base(N, orientation), dtype=np.int64)
     _sylvester_fill(rows, cols, base, int(N), int(k), out)
     return out
@@ -304,6 +311,13 @@ def truncate(n_classes, n_columns, N, rule="adaptive", k=None, orientation="ours
     """
     c, n = n_classes, n_columns
     _check_orientation(orientation)
+    if rule != "top_left":
+        # each scored candidate is a c x n sub-matrix and its c x c and n x n tables
+        check_allocation(f"n_classes={c}, n_columns={n}",
+                         c * n * np.dtype(_dtype(N)).itemsize + 8 * c * c + 8 * n * n,
+                         what=f"scoring {c} x {n} candidate sub-matrices",
+                         hint="use fewer classes or columns, or rule='top_left'",
+                         limit=_memory.MAX_CODE_BYTES)
     k0 = _natural_k(N, max(c, n))
     if k is not None:
         if N ** k < max(c, n):

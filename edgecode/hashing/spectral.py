@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._validation import check_allocation
 from ._base import check_state_bytes, n_output_columns
 from .baselines import _Stats
 
@@ -59,6 +60,10 @@ def spectral_modes(widths, n_bits):
     if widths.ndim != 1 or widths.size == 0 or not np.all(widths > 0):
         raise ValueError(f"widths must be a non-empty 1-d array of positive numbers; got {widths}")
     n_bits = int(n_bits)
+    # candidates (direction, k, frequency) and the sort's index: about 40 bytes each
+    check_allocation(f"n_bits={n_bits}", 40 * widths.size * max(n_bits, 0),
+                     what=f"a table of the {widths.size} x {n_bits} candidate eigenfunctions",
+                     hint="use fewer bits")
     k = np.arange(1, n_bits + 1, dtype=np.int64)
     direction = np.repeat(np.arange(widths.size, dtype=np.int64), n_bits)
     kk = np.tile(k, widths.size)
