@@ -35,6 +35,14 @@ the plans with the peer's (Monte Carlo and certified intervals of both).
 
 ``--compile`` measures the planner's numba compile time in a child process
 with an empty cache.
+
+``--estimate`` checks ``edgecode plan``'s expected-time line
+(``estimate_plan_seconds``, issue 24): the command runs in process on the
+bundled sets (house votes, NLTCS, DNA) and on a synthetic wide CSV (1000
+features, 300 planning points), budgets from 32 bits to 10**9 (plans that
+stop early), and the estimate is set beside the measured time of planning
+and scoring (what the line predicts): medians of ``--repeats`` runs (one
+run for the cases over a minute), ratio = estimate / actual.
 """
 
 import argparse
@@ -233,6 +241,69 @@ def compile_time():
             print(out.rstrip())
 
 
+#: ``--estimate`` cases: (label, edgecode plan arguments); "{wide}" is the synthetic CSV
+ESTIMATE_CASES = [
+    ("house_votes 32 bits", ["house_votes", "--eps", "0.2", "--budget", "32"]),
+    ("house_votes 1e9 bits", ["house_votes", "--eps", "0.2", "--budget", "1000000000"]),
+    ("nltcs R=1", ["nltcs", "--eps", "0.2", "--R", "1"]),
+    ("nltcs 1e9 bits", ["nltcs", "--eps", "0.2", "--budget", "1000000000"]),
+    ("dna 60 bits", ["dna", "--eps", "0.2", "--budget", "60"]),
+    ("dna R=1", ["dna", "--eps", "0.2", "--R", "1"]),
+    ("wide n=1000 R=1", ["{wide}", "--eps", "0.2", "--R", "1"]),
+    ("dna 1e9 bits", ["dna", "--eps", "0.2", "--budget", "1000000000"]),
+]
+
+
+def _wide_csv(path, n=1000, n_fit=1500, t=300, seed=0):
+    """A synthetic wide binary CSV (the generator of ``_common.synthetic_nb``)."""
+    import csv
+    import gzip
+    rng = np.random.default_rng(seed)
+    p0 = rng.beta(1, 3, n)
+    p1 = np.clip(p0 + rng.normal(0, 0.08, n), 0.01, 0.99)
+    y = rng.integers(0, 2, n_fit + t)
+    X = (rng.random((len(y), n)) < np.where(y[:, None] == 1, p1, p0)).astype(np.uint8)
+    with gzip.open(path, "wt", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow([f"f{j}" for j in range(n)] + ["class", "split"])
+        for i in range(len(y)):
+            w.writerow([*X[i], int(y[i]), "train" if i < n_fit else "test"])
+
+
+def estimate_table(repeats=3, skip_long=False, only=None):
+    """edgecode plan: expected time (the estimate it prints) against the measured time."""
+    from edgecode import datasets
+    from export.cli.naive_bayes import _parse_eps, run_plan
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        wide = os.path.join(tmp, "wide.csv.gz")
+        _wide_csv(wide)
+        for label, argv in ESTIMATE_CASES:
+            if only and not any(o in label for o in only):
+                continue
+            argv = [a.replace("{wide}", wide) for a in argv]
+            data = datasets.load(argv[0])
+            n = data.X.shape[1]
+            eps = _parse_eps(argv[argv.index("--eps") + 1], n)
+            budget = int(argv[argv.index("--budget") + 1]) if "--budget" in argv else \
+                2 * n * int(argv[argv.index("--R") + 1])
+            est, actual, steps = None, [], None
+            for _ in range(repeats):
+                res = run_plan(data, eps, budget, stream=io.StringIO(), quiet=True)
+                est = res["expected_seconds"]
+                actual.append(res["elapsed_seconds"])
+                steps = len(res["plan"].history)
+                if actual[-1] > 60 or (skip_long and est > 120):
+                    break
+            med = float(np.median(actual))
+            shown = " ".join("wide.csv.gz" if a == wide else a for a in argv)
+            rows.append([label, f"{est:.3g}", f"{med:.3g}", f"{est / med:.2f}", len(actual),
+                         steps, budget // 2, f"edgecode plan {shown}"])
+            print(f"# {label}: estimate {est:.3g} s, actual {med:.3g} s", flush=True)
+    print_table(["case", "estimate_s", "actual_s", "ratio", "runs", "steps", "units",
+                 "command"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     g = ap.add_mutually_exclusive_group()
@@ -241,10 +312,20 @@ def main():
     ap.add_argument("--real", action="store_true", help="DNA and movie review end to end")
     ap.add_argument("--compile", action="store_true", help="numba compile time")
     ap.add_argument("--sizes", help="comma list of n (overrides the profile)")
+    ap.add_argument("--estimate", action="store_true",
+                    help="only the expected-time check of edgecode plan (issue 24)")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per --estimate case")
+    ap.add_argument("--cases", help="--estimate: comma list of case labels to run (substrings)")
     args = ap.parse_args()
     import numba
     print(f"# machine: {machine()}, numba threads {numba.get_num_threads()}, "
           f"load average {os.getloadavg()[0]:.2f}")
+    if args.estimate:
+        allocate_greedy(*synthetic(30, 5), 0.2, 4)   # load or compile the kernels first
+        allocate_greedy(*synthetic(10, 5), 0.2, 4)
+        estimate_table(args.repeats, only=args.cases.split(",") if args.cases else None)
+        print(f"# load average at the end {os.getloadavg()[0]:.2f}")
+        return
     if args.compile:
         compile_time()
     sizes = [int(v) for v in args.sizes.split(",")] if args.sizes else \

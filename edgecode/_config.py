@@ -108,7 +108,7 @@ SCP_APPROX_TAIL = 2.0 ** -100
 #: 2**26 cells = 512 MiB).  Larger problems are refused with advice.
 SCP_APPROX_MAX_CELLS = 2 ** 26
 
-#: ``scp_monte_carlo``: trials are drawn in chunks of about this many
+#: ``scp_monte_carlo``: trials are drawn in chunks of at most this many
 #: (trial, feature) cells, bounding memory.
 SCP_MC_CHUNK_CELLS = 2 ** 22
 
@@ -147,15 +147,16 @@ ECOC_DECODING_MAX_WORDS = 2 ** 22
 ECOC_DECODING_CACHE_BLOCK = 2 ** 15
 
 #: ``edgecode.scp``: ``scp_exact`` and ``scp_bounds`` cut the points of a call
-#: into at most this many fixed, contiguous chunks and run the chunks on as
-#: many threads as numba's thread count (``edgecode._parallel.run_chunks``); each
-#: chunk allocates its own buffers.  A point's result depends on that point
-#: alone, so the output is identical for any thread count.
+#: into up to this many fixed, contiguous chunks (more when a chunk would
+#: exceed ``BATCH_WORK``) and run the chunks on as many threads as numba's
+#: thread count (``edgecode._parallel.run_batched``); each chunk allocates its
+#: own buffers.  A point's result depends on that point alone, so the output
+#: is identical for any thread count.
 SCP_PARALLEL_CHUNKS = 64
 
-#: ``edgecode.scp``: the chunk count is also capped so that all chunks'
+#: ``edgecode.scp``: the chunks running at once are capped so that their
 #: buffers together stay below about this many bytes (never below one chunk):
-#: with large buffers fewer chunks are cut.  ``scp_exact`` needs about
+#: with large buffers fewer chunks run at a time.  ``scp_exact`` needs about
 #: ``5 * 8 * 2**ceil(n/2)`` bytes per chunk (640 MiB at n = 48: one chunk),
 #: ``scp_bounds`` about ``32 * resolution`` (1 MiB at the default).
 SCP_PARALLEL_MAX_BYTES = 2 ** 30

@@ -256,7 +256,7 @@ def max_useful_units(eps, useful=None, scp_floor=0.5):
 #: ``benchmarks/bench_planner.py --estimate``, table in ``benchmarks/README.md``);
 #: only used for warnings and the command line's expected-time line.
 _SECONDS_PER_OP = {
-    "subset": 2.5e-9,        # exact: one (subset, feature) of a meet in the middle, per point
+    "subset": 2.0e-9,        # exact: one (subset, feature) of a meet in the middle, per point
     "grid_cell": 5.9e-9,     # grid: one step's update of one cell of a point (amortised rebuilds)
     "grid_build": 4.1e-9,    # grid: one (cell, feature group) of a point's first spectrum
     "influence": 8e-8,       # grid: one influence (point, feature)

@@ -60,7 +60,8 @@ def _check_bool(value, name):
 
 
 def _n_chunks(t, chunk_bytes, work):
-    """Number of point chunks for the threads of ``run_chunks``.
+    """Fewest point chunks for the threads (``bounded_ranges`` cuts more when a
+    chunk would exceed ``BATCH_WORK``).
 
     Fixed by the problem alone (never by the thread count): each chunk gets
     about SCP_PARALLEL_MIN_WORK estimated steps or more (so 1 chunk, run on
@@ -136,12 +137,16 @@ def scp_exact(margin, deltas, eps, *, return_change=False):
 
     Points are processed in parallel (threads running the GIL-free kernel;
     the thread count is numba's, see ``numba.set_num_threads``): they are cut
-    into a fixed number of contiguous chunks, each with its own buffers: at most
-    ``SCP_PARALLEL_CHUNKS``, each with at least ``SCP_PARALLEL_MIN_WORK``
-    estimated steps (smaller calls run on the calling thread), and fewer when
-    the buffers of all chunks would exceed ``SCP_PARALLEL_MAX_BYTES`` (one at
-    n = 48).  A point's result depends on that point alone, so the output is
-    identical, bit for bit, for any thread count.
+    into a fixed number of contiguous chunks, each with its own buffers: up
+    to ``SCP_PARALLEL_CHUNKS``, each with at least ``SCP_PARALLEL_MIN_WORK``
+    estimated steps (smaller calls run on the calling thread), and more when
+    a chunk would exceed ``BATCH_WORK`` (~0.07 s): at most a thread count of
+    chunks runs at a time (fewer when their buffers would exceed
+    ``SCP_PARALLEL_MAX_BYTES``: one at n = 48), so Ctrl-C raises
+    ``KeyboardInterrupt`` as soon as the running chunks end (a chunk is at
+    least one point: ~1 s at n = 48).  A point's result depends on that point
+    alone, so the output is identical, bit for bit, for any thread count and
+    chunking.
 
     The class after flipping is decided as the definition says, on the float
     value ``(S + A) + B`` (``> 0`` is class 1; ``S == 0`` and a sum exactly 0
@@ -219,8 +224,14 @@ def scp_approx(margin, deltas, eps, k=50, shift=True, hybrid=0, *, return_change
     Raises
     ------
     ValueError
-        On bad inputs, ``k < 1``, ``hybrid < 0``, or when the coefficient
-        array of one point would exceed ``SCP_APPROX_MAX_CELLS``.
+        On bad inputs, ``k < 1``, ``hybrid < 0``, when the coefficient
+        array of one point would exceed ``SCP_APPROX_MAX_CELLS``, or when
+        the exact enumeration of ``hybrid`` would visit more than
+        ``SCP_APPROX_MAX_SUBSETS`` (2**44) flip sets in all (the message
+        gives the largest ``hybrid`` that fits).
+    KeyboardInterrupt
+        On Ctrl-C: the kernel returns every ``BATCH_WORK`` steps, even
+        inside one point, and resumes where it stopped.
 
     See Also
     --------
