@@ -102,7 +102,9 @@ def _check_frames(device, artifact, dataset, split, max_points):
         rand = rng.integers(-32768, 32768, (100, w)).astype(np.int16)
         rand[0], rand[1] = -32768, 32767
         parts.append(rand)
-    return np.vstack([p.astype(np.int64) for p in parts])
+    # frames of the device's own dtype (uint8 bits or int16 features): the
+    # device refuses any other, int64 included
+    return np.vstack([np.asarray(p, device.frame_dtype) for p in parts])
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
