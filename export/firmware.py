@@ -22,11 +22,15 @@ files into an MCU project.
 
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +41,8 @@ from firmware_sim._parallel import n_threads
 from firmware_sim.artifact import Container, read_container
 
 __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "toolchain_missing",
-           "FirmwareBuild", "decision_integers", "RUNTIME_SOURCES"]
+           "FirmwareBuild", "decision_integers", "RUNTIME_SOURCES", "staged_dir",
+           "target_profile", "oversize"]
 
 #: The C sources of the runtime (``firmware_sim/c``), in link order.
 RUNTIME_SOURCES = ("ec_container.c", "ec_model.c", "ec_nb.c", "ec_ecoc.c", "ec_ssbc.c")
@@ -249,7 +254,7 @@ void *memset(void *dst, int c, size_t n)
 """
 
 
-def write_firmware(artifact, out_dir, target="host", *, kinds="model"):
+def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=True):
     """Write the C99 firmware of an artifact into ``out_dir``.
 
     Parameters
@@ -269,6 +274,11 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model"):
         image of another kind is then refused with ``EC_ERR_KIND``.
         ``"all"``: every kind, for a firmware that opens images of any kind
         (the runner's ``--check`` of arbitrary images).
+    atomic : bool
+        True (default): the files are written into a temporary folder next to
+        ``out_dir`` and moved into place at the end (:func:`staged_dir`), so
+        an error or Ctrl-C leaves ``out_dir`` as it was. False: written in
+        place (for a folder that is itself a staging folder).
 
     Returns
     -------
@@ -291,9 +301,18 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model"):
         raise ValueError(f"kinds must be 'model' or 'all'; got {kinds!r}")
     raw = _image_bytes(artifact)
     device = firmware_sim.load(read_container(raw))
+    if atomic:
+        Path(out_dir).absolute().parent.mkdir(parents=True, exist_ok=True)
+        with staged_dir(out_dir) as tmp:
+            info = _write_files(raw, device, tmp, t, kinds)
+        info["dir"] = str(Path(out_dir))
+        return info
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    return _write_files(raw, device, Path(out_dir), t, kinds)
+
+
+def _write_files(raw, device, out, t, kinds):
     kind = device.container.kind
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     sources = _runtime_sources(kind if kinds == "model" else None)
     for name in RUNTIME_SOURCES:
         if name not in sources:
@@ -358,6 +377,129 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model"):
     return {"dir": str(out), "target": t.name, "files": files, "kind": kind,
             "sources": sources, "frame_width": frame_width, "decision_len": dlen,
             "workspace_bytes": ws}
+
+
+# --------------------------------------------------------------------------- staging
+#: Generated names that a rewrite removes from an existing output folder when
+#: the new firmware does not have them (the other kinds' sources: the build
+#: compiles every runtime source it finds).
+STALE_NAMES = RUNTIME_SOURCES
+
+
+@contextmanager
+def staged_dir(dest, stale=STALE_NAMES):
+    """Write a folder's files under a temporary folder next to ``dest`` and move
+    them into ``dest`` when the block ends without an exception.
+
+    On any exception (Ctrl-C included) the temporary folder is removed and
+    ``dest`` is left exactly as it was (absent, or with its old files). A
+    new ``dest`` appears with one rename; into an existing folder each file
+    (and the ``build`` folder) is moved with one ``os.replace``, Ctrl-C held
+    off for those few milliseconds, and the ``stale`` names the new output
+    lacks are removed. Other files already in ``dest`` are kept.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> with staged_dir(root / "fw") as tmp:
+    ...     _ = (tmp / "a.c").write_text("int x;")
+    ...     (root / "fw").exists()
+    False
+    >>> sorted(p.name for p in (root / "fw").iterdir()), sorted(p.name for p in root.iterdir())
+    (['a.c'], ['fw'])
+    """
+    dest = Path(dest).absolute()
+    if dest.exists() and not dest.is_dir():
+        raise ValueError(f"{dest} exists and is not a directory")
+    if not dest.parent.is_dir():
+        raise ValueError(f"{dest}: its parent {dest.parent} does not exist (create it first)")
+    tmp = dest.parent / f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()
+    try:
+        yield tmp
+        _commit(tmp, dest, stale)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+@contextmanager
+def _sigint_held():
+    """Ignore Ctrl-C for the duration (main thread only): a commit is a few renames."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _commit(tmp, dest, stale):
+    with _sigint_held():
+        if not dest.exists():
+            os.rename(tmp, dest)
+            return
+        names = {p.name for p in tmp.iterdir()}
+        trash = []
+        for p in sorted(tmp.iterdir()):
+            target = dest / p.name
+            if p.is_dir() and target.is_dir():
+                old = dest / f".{p.name}.{secrets.token_hex(4)}.old"
+                os.rename(target, old)
+                trash.append(old)
+            os.replace(p, target)
+        for name in stale:
+            if name not in names and (dest / name).is_file():
+                (dest / name).unlink()
+        tmp.rmdir()
+    for old in trash:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- part limits
+def target_profile(target, profile=None):
+    """The device profile a firmware for ``target`` is checked against: ``profile``
+    (a name, a file or a :class:`~firmware_sim.profiles.DeviceProfile`) when
+    given, else the target's built-in one (None for ``host``)."""
+    from firmware_sim.profiles import get_profile
+
+    if profile is not None:
+        return get_profile(profile)
+    name = _target(target).profile
+    return None if name is None else get_profile(name)
+
+
+def _kb(n):
+    return f"{n:,} B" if n < 10 * 1024 else f"{n / 1024:,.1f} KB"
+
+
+def oversize(profile, flash_bytes, ram_bytes, *, measured=True):
+    """None when ``flash_bytes`` and ``ram_bytes`` fit ``profile``'s part, else one
+    sentence naming each limit exceeded and by what factor.
+
+    >>> from firmware_sim.profiles import get_profile
+    >>> oversize(get_profile("cortex-m0"), 729_600, 2_000)
+    'flash 712.5 KB is 22.3x the 32.0 KB of profile cortex-m0 (Cortex-M0 class microcontroller, 48 MHz, 32 KB flash, 4 KB RAM, no FPU)'
+    >>> oversize(get_profile("cortex-m0"), 1_000, 2_000) is None
+    True
+    """
+    if profile is None:
+        return None
+    over = []
+    for what, need, have in (("flash", int(flash_bytes), profile.flash_bytes),
+                             ("RAM", int(ram_bytes), profile.ram_bytes)):
+        if need > have:
+            over.append(f"{what} {_kb(need)} is {need / have:.1f}x the {_kb(have)}")
+    if not over:
+        return None
+    from firmware_sim.profiles import BUILTIN_PROFILES
+
+    est = "" if measured else " (estimate: image + the runtime's measured code and stack)"
+    desc = f" ({profile.description})" if BUILTIN_PROFILES.get(profile.name) is profile else ""
+    return " and ".join(over) + f" of profile {profile.name}{desc}" + est
 
 
 def _runtime_sources(kind=None):
