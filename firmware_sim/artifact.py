@@ -248,6 +248,11 @@ def _coerce_array(name, a):
         if s > 0xFFFFFFFF:
             raise ContainerError(f"arrays[{name!r}] axis {axis} has length {s}; "
                                  "at most 2**32 - 1")
+    span = arr.dtype.itemsize * math.prod(s for s in arr.shape if s)
+    if span > MAX_TOTAL_SIZE:
+        raise ContainerError(f"arrays[{name!r}] has shape {arr.shape}: {arr.dtype.itemsize} * "
+                             f"the product of its non-zero dimensions is {span} bytes, above "
+                             f"the {MAX_TOTAL_SIZE} a container holds (empty arrays too)")
     # Little-endian, C order (a logical copy when the input is not).
     arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("<"), order="C")
     return _DTYPE_CODES[arr.dtype.str], arr
@@ -524,6 +529,12 @@ def read_container(source):
             raise ContainerError(f"{label}: reserved entry fields must be 0")
         shape = tuple(shape_field[:ndim])
         offset, nbytes = int(e["offset"]), int(e["nbytes"])
+        span = dtype.itemsize * math.prod(s for s in shape if s)
+        if span > MAX_TOTAL_SIZE:
+            raise ContainerError(f"{label}: shape {shape} is too large: {dtype.itemsize} * the "
+                                 f"product of its non-zero dimensions is {span} bytes, above "
+                                 f"the {MAX_TOTAL_SIZE} a container holds (an empty array "
+                                 "too: a zero dimension does not make any shape valid)")
         expected = dtype.itemsize * math.prod(shape)
         if nbytes != expected:
             raise ContainerError(f"{label}: nbytes {nbytes} inconsistent with shape {shape} "

@@ -285,3 +285,26 @@ def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
             disagree.append(f"{label}: python {'accepts' if py_ok else 'refuses'}, C {msg}")
     assert not disagree, f"{len(disagree)} of {len(mutants)} mutants:\n" + "\n".join(disagree[:15])
     assert 0 < accepted < len(mutants)
+
+
+def test_c_loader_refuses_an_empty_array_whose_dimensions_overflow(tmp_path):
+    """Found by the fuzz corpus: an empty array declaring shape (2**32-1, 2**32-1, 0)
+    (numpy's ValueError in read_container, accepted by the C loader). Both now
+    refuse it by one rule (docs/container_format.md, rule 9): itemsize times the
+    product of the non-zero dimensions fits a container, empty arrays too."""
+    from container_fuzz_driver import with_shape
+    from firmware_sim.artifact import write_container
+
+    _need("host")
+    dev, _ = _model("nb_greedy")
+    c = dev.container
+    raw = write_container(None, c.kind, {**c.arrays, "zz_empty": np.zeros((1, 1, 0), np.int16)},
+                          c.meta)
+    write_firmware(raw, tmp_path, "host", kinds="all")
+    b = build_firmware(tmp_path, "host", opt="-O1", sanitize=True, probe=False)
+    shapes = [(2**32 - 1, 2**32 - 1, 0), (2**16, 0, 2**15), (0, 2**31, 1),
+              (2**31 - 1, 0, 1), (0, 0, 0)]
+    images = [with_shape(raw, "zz_empty", s) for s in shapes]
+    verdicts = check_images(b.runner, images)
+    assert verdicts == [(False, "error -8 table")] * 3 + [(True, "ok")] * 2, verdicts
+    assert [_python_accepts(m) for m in images] == [False] * 3 + [True] * 2

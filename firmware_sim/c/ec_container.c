@@ -201,8 +201,11 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
             if (rd32(e + 36 + 4u * k) != 0u) return EC_ERR_TABLE;
         }
         if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return EC_ERR_TABLE;
-        /* nbytes == itemsize * prod(shape), without overflow: any 0 dim
-           gives 0; otherwise stop as soon as the product exceeds uint32 */
+        /* itemsize * the product of the non-zero dims fits uint32, for an
+           empty array too (read_container's rule: a zero dim does not make any
+           shape valid); computed without overflow, stopping as soon as the
+           product exceeds uint32. Then nbytes == itemsize * prod(shape): 0
+           when a dim is 0. */
         expected = itemsize;
         for (k = 0; k < ndim; k++) {
             uint32_t s = rd32(e + 36 + 4u * k);
@@ -212,8 +215,8 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
                 if (expected > 0xFFFFFFFFu) too_big = 1;
             }
         }
+        if (too_big) return EC_ERR_TABLE;
         if (zero_dim) expected = 0u;
-        else if (too_big) return EC_ERR_TABLE;
         offset = rd32(e + 52);
         nbytes = rd32(e + 56);
         if ((uint64_t)nbytes != expected) return EC_ERR_TABLE;
