@@ -239,8 +239,10 @@ def _meta_range(raw):
 
 
 def _python_accepts(raw):
-    """firmware_sim's verdict on the arrays: a refusal for a metadata rule (host
-    side only; the C runtime never reads the JSON) is re-judged without it."""
+    """firmware_sim's verdict on the arrays and class names: a refusal for a
+    metadata rule (host side only; the C runtime never reads the JSON) is
+    re-judged without the metadata, the image's class names kept (the
+    container writer writes them from meta["classes"])."""
     from firmware_sim.artifact import read_container, write_container
     try:
         firmware_sim.load(raw)
@@ -249,8 +251,9 @@ def _python_accepts(raw):
         if "metadata" not in str(exc):
             return False
     c = read_container(raw)
+    names = None if c.class_names is None else {"classes": list(c.class_names)}
     try:
-        firmware_sim.load(write_container(None, c.kind, dict(c.arrays), None))
+        firmware_sim.load(write_container(None, c.kind, dict(c.arrays), names))
         return True
     except firmware_sim.ContainerError:
         return False

@@ -87,6 +87,9 @@ typedef struct {
     uint32_t size;          /* total_size                                     */
     uint16_t kind;
     uint32_t n_arrays;      /* table entries, __meta__ included               */
+    const uint8_t *class_names;  /* __classes__: NUL-terminated UTF-8 names, or
+                                    NULL when the image has none               */
+    uint32_t class_names_bytes;
 } ec_image;
 
 /* Verify header, table and CRC-32 of buf[0..size) and fill *img. */
@@ -150,6 +153,7 @@ typedef struct {
 typedef struct {
     uint16_t kind;
     ec_image image;
+    uint32_t n_class_names;        /* names in __classes__ (0: none)           */
     union {
         ec_nb_model nb;
         ec_ecoc_model ecoc;
@@ -189,6 +193,15 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
                         int64_t *decision, void *workspace, uint32_t workspace_bytes);
 uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m);
 uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m);
+
+/* Class names (the image's __classes__ array, written from the artifact's
+ * meta["classes"]; ec_model_open has checked there is one per class).
+ * ec_class_count: how many names the image holds (0: none).
+ * ec_class_name: the NUL-terminated UTF-8 name of class `label` (the label
+ * ec_infer returns), a pointer into the image; NULL when the image has no
+ * names or `label` is not a class index (SSBC without a table: -1). */
+uint32_t ec_class_count(const ec_model *model);
+const char *ec_class_name(const ec_model *model, int32_t label);
 
 /* Short English name of a status code (a static string). */
 const char *ec_status_name(ec_status s);
