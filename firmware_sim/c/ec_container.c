@@ -369,6 +369,7 @@ const char *ec_status_name(ec_status s)
     case EC_ERR_RULE: return "rule";
     case EC_ERR_FRAME: return "frame";
     case EC_ERR_WORKSPACE: return "workspace";
+    case EC_ERR_INPUT: return "input";
     default: return "unknown";
     }
 }
