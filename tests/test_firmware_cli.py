@@ -145,6 +145,14 @@ def test_check_with_a_missing_dataset_is_an_error_naming_it(artifacts, tmp_path,
     assert "checked 25 frames on host (25 rows of " in out
 
 
+def test_random_frames_are_priced_before_they_are_made(artifacts, tmp_path, capsys):
+    _need("host", run=True)
+    code, out, err = _cli(["firmware", artifacts["ecoc_tree"], "--out", tmp_path / "fw",
+                           "--check", "--random-frames", str(10**9)], capsys)
+    assert code == 2 and "--random-frames 1000000000: the random frames" in err
+    assert "above the limit" in err and not (tmp_path / "fw").exists()
+
+
 def test_check_counts_the_dataset_rows_it_compares(artifacts, tmp_path, capsys):
     _need("host", run=True)
     code, out, err = _cli(["firmware", artifacts["ssbc"], "--out", tmp_path / "fw", "--check",

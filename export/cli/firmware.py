@@ -123,7 +123,12 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
 
 
 def _random_frames(device, n, rng):
+    from firmware_sim._limits import check_allocation
+
     w = device.frame_width
+    # priced before it is made: every frame also travels as a line of text
+    check_allocation(f"--random-frames {n}", 8 * n * w, what="the random frames (as int64)",
+                     hint="check fewer random frames")
     if device.frame_dtype == np.uint8:
         return rng.integers(0, 2, (n, w)).astype(np.uint8)
     rand = rng.integers(-32768, 32768, (n, w)).astype(np.int16)
