@@ -221,53 +221,6 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
     return tab
 
 
-def _nb_rows(container, dataset, split):
-    """(X, y, name) for a protected naive Bayes artifact: a bundled dataset or CSV."""
-    from .naive_bayes import load_recorded
-
-    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
-    rows = data.subset(split) if (data.split is not None and split != "all") else data
-    return rows.X, rows.y, data.name
-
-
-def _multiclass_rows(container, dataset, split):
-    """(X, y as class indices or None, name) for an ECOC or SSBC artifact.
-
-    ``dataset``: a name or CSV path as ``edgecode ecoc`` / ``edgecode hash``
-    take it ("digits", ...), or an ``(X, y)`` pair. True labels are mapped
-    to the device's class indices through ``meta["classes"]``.
-    """
-    import numpy as np
-
-    if isinstance(dataset, str):
-        name = dataset[len("sklearn "):] if dataset.startswith("sklearn ") else dataset
-        if container.kind == "ecoc":
-            from export.cli.ecoc import load_table
-            X, y, sp, _ = load_table(name)
-        else:
-            from export.cli.hashing import load_points
-            X, y, sp = load_points(name)
-        if sp is not None and split != "all":
-            keep = sp == split
-            if not keep.any():
-                raise ValueError(f"dataset {name!r} has no rows in split {split!r}")
-            X, y = X[keep], (None if y is None else y[keep])
-    else:
-        X, y = dataset
-        name = "array"
-    classes = (container.meta or {}).get("classes")
-    if y is not None and classes is not None:
-        index = {str(c): i for i, c in enumerate(classes)}
-        unknown = sorted({str(v) for v in y} - set(index))
-        if unknown:
-            raise ValueError(f"labels {unknown[:5]} are not among the artifact's classes "
-                             f"{classes[:10]}")
-        y = np.array([index[str(v)] for v in y], np.int64)
-    elif classes is None:
-        y = None                               # no class names: same-rate only
-    return np.asarray(X, np.float64), y, name
-
-
 def run_demo_stage(out_dir, trials=2000, stream=None):
     """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
     from export.demo_campaign import run_demo_stage as _stage

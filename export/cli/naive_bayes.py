@@ -1,7 +1,7 @@
 """``edgecode plan`` and ``edgecode simulate``: protected naive Bayes on the command line."""
 
+import argparse
 import json
-import os
 import sys
 import time
 import warnings
@@ -16,19 +16,11 @@ __all__ = ["run_plan", "run_simulate", "run_demo_stage", "register", "load_recor
 
 def load_recorded(spec, container=None):
     """A binary dataset by bundled name or CSV path; when ``spec`` is the
-    dataset the artifact records, with the CSV options it records too
-    (``--target``, ``--positive``, ``--ignore`` of ``edgecode plan``)."""
-    from edgecode import datasets
+    dataset the artifact records, with the data options it records too
+    (``--label``, ``--positive``, ``--ignore``): :func:`export.data.load_recorded`."""
+    from export.data import load_recorded as _load
 
-    meta = getattr(container, "meta", None) or {}
-    opts = {}
-    if meta.get("dataset_options") and str(spec) == str(meta.get("dataset")):
-        try:
-            opts = dict(json.loads(meta["dataset_options"]))
-        except (TypeError, ValueError):
-            raise UsageError("the artifact's meta 'dataset_options' is not a JSON object; "
-                             "pass --data") from None
-    return datasets.load(spec, **opts)
+    return _load(container, spec, binary=True)
 
 
 class _Progress:
@@ -189,38 +181,7 @@ def _write_plan(path, plan, names, meta):
             w.writerows(rows)
 
 
-class _AtomicOutputs:
-    """Temporary files beside each output; renamed into place only when all succeed.
-
-    On any exception, Ctrl-C included, the temporaries are removed and no
-    output file is created or replaced.
-    """
-
-    def __init__(self, paths):
-        self.paths = [Path(p) for p in paths if p is not None]
-        self.tmp = {}
-
-    def __enter__(self):
-        for p in self.paths:
-            if not p.parent.exists():
-                raise FileNotFoundError(f"cannot write {p}: no directory {p.parent}")
-            self.tmp[p] = p.with_name(f".{p.name}.{os.getpid()}.partial{p.suffix}")
-        return self
-
-    def __getitem__(self, path):
-        return None if path is None else self.tmp[Path(path)]
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            for p, t in self.tmp.items():
-                os.replace(t, p)
-        else:
-            for t in self.tmp.values():
-                try:
-                    t.unlink()
-                except FileNotFoundError:
-                    pass
-        return False
+from export.atomic import AtomicOutputs as _AtomicOutputs  # noqa: E402  (one copy, export.atomic)
 
 
 def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx_out=None,
@@ -530,11 +491,10 @@ def register(sub):
     pl.add_argument("--resolution", type=positive_int, default=None,
                     help="grid cells per point for --method grid (a power of two; default 2048)")
     pl.add_argument("--alpha", type=float, default=1.0, help="Laplace smoothing (> 0)")
-    pl.add_argument("--target", default="class", help="label column of a CSV")
-    pl.add_argument("--positive", help="for a CSV whose label has more than two values: the "
-                    "value planned as class 1 against all the others")
-    pl.add_argument("--ignore", default="", help="comma list of CSV columns to leave out "
-                    "(file names, identifiers)")
+    from export.data import add_data_options
+    add_data_options(pl)
+    pl.add_argument("--target", dest="deprecated_target", default=None,
+                    help=argparse.SUPPRESS)     # the label column before --label (deprecated)
     pl.add_argument("--fit-split", default="train", help="rows to fit on when the data has "
                     "a split (train/valid/test/all)")
     pl.add_argument("--plan-split", default="test", help="rows to plan on when the data has "
@@ -569,7 +529,6 @@ def register(sub):
 
 
 def _cmd_plan(args):
-    from edgecode import datasets
     if args.budget is not None and args.budget % 2:
         raise UsageError(f"--budget must be even: one repetition unit adds 2 copies of a "
                          f"feature; got {args.budget}")
@@ -578,15 +537,20 @@ def _cmd_plan(args):
     if args.resolution is not None and args.resolution & (args.resolution - 1):
         raise UsageError(f"--resolution must be a power of two; got {args.resolution}")
     _parse_eps(args.eps)                       # a bad value is refused before any work
-    ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
-    data = datasets.load(args.data, target=args.target, positive=args.positive, ignore=ignore)
+    from export.data import dataset_reference, load_binary
+    from .budget import data_options
+    if args.deprecated_target is not None:
+        if args.label is not None and args.label != args.deprecated_target:
+            raise UsageError("--target (deprecated) and --label name different columns; give "
+                             "--label only")
+        print("warning: plan --target is deprecated (--target names the device in "
+              "'edgecode firmware'); use --label", file=sys.stderr)
+        args.label = args.deprecated_target
+    options = data_options(args)
+    data = load_binary(args.data, **options)
     n = data.X.shape[1]
     budget = args.budget if args.budget is not None else 2 * n * args.R
-    ref, options = args.data, {}
-    if args.data not in datasets.NAMES:
-        ref = str(Path(args.data).resolve())
-        options = {k: v for k, v in (("target", args.target), ("positive", args.positive),
-                                     ("ignore", ignore)) if v not in (None, "class", [])}
+    ref = dataset_reference(args.data, options)[0]
     run_plan(data, _parse_eps(args.eps, n), budget, method=args.method, alpha=args.alpha,
              out=args.out, onnx_out=args.onnx, fit_split=args.fit_split,
              plan_split=args.plan_split, max_points=args.max_points, plan_out=args.plan_out,
