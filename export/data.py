@@ -8,7 +8,8 @@ options and the rules are the same everywhere:
 * ``label`` (``--label COL``, default ``class``): the label column of a CSV.
   Labels keep their type: a column whose values all read as integers gives
   int64 labels (``1, 2, 3, 5, 6, 7`` stay those numbers, not 0..k-1), one
-  whose values all read as numbers gives float64, anything else strings.
+  whose values are all integral numbers written as floats (``1.0``) gives
+  float64, anything else strings (:func:`typed_labels`).
 * ``ignore`` (``--ignore A,B``): columns left out (identifiers, file names).
 * ``positive`` (``--positive VALUE``, where two classes are needed): that
   label value becomes class 1, every other value class 0.
@@ -119,10 +120,14 @@ class Split:
 
 def typed_labels(values):
     """Labels read as text, typed: int64 if every value is an integer, float64 if
-    every value is a number, else str (stripped).
+    every value is an integral number written as a float (``1.0``), else str
+    (stripped; ``1.5`` and ``2.5`` are class names, which scikit-learn's
+    classifiers would refuse as numbers).
 
-    >>> typed_labels(["1", "2", "7"]).tolist(), typed_labels(["1.0", "2.5"]).dtype.name
+    >>> typed_labels(["1", "2", "7"]).tolist(), typed_labels(["1.0", "2.0"]).dtype.name
     ([1, 2, 7], 'float64')
+    >>> typed_labels(["1.5", "2.5"]).tolist()
+    ['1.5', '2.5']
     >>> typed_labels(["cp", " im "]).tolist()
     ['cp', 'im']
     """
@@ -135,9 +140,11 @@ def typed_labels(values):
         pass
     try:
         floats = [float(v) for v in vals]
-        if all(math.isfinite(v) for v in floats):
+        # integral floats only: scikit-learn's classifiers refuse others ("continuous"),
+        # so 1.5 / 2.5 are names of classes, kept as text
+        if all(math.isfinite(v) and v == int(v) for v in floats):
             return np.array(floats, dtype=np.float64)
-    except ValueError:
+    except (ValueError, OverflowError):
         pass
     return np.array(vals, dtype=str)
 
@@ -311,7 +318,13 @@ def load_binary(source, *, label=DEFAULT_LABEL, ignore=(), positive=None):
             raise ValueError(f"{source!r} is a bundled dataset: --label, --ignore and "
                              "--positive apply to CSV files only")
         return datasets.load(str(source))
-    return datasets.load(str(source), target=label, positive=positive, ignore=ignore)
+    import dataclasses
+
+    d = datasets.load(str(source), target=label, positive=positive, ignore=ignore)
+    # the labels a model fitted on these rows predicts: the file's values, typed
+    labels = typed_labels(d.target_names) if positive is None else \
+        np.array(d.target_names, dtype=str)
+    return dataclasses.replace(d, class_labels=labels)
 
 
 def dataset_reference(source, options):

@@ -213,7 +213,8 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
     data = datasets.load(dataset) if isinstance(dataset, str) else dataset
     fit_rows, plan_rows = _split_data(data, fit_split, plan_split)
-    nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.y)
+    # trained on the true labels (a CSV's values), so that the exports return them
+    nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.labels())
     Xp = plan_rows.X if max_points is None else plan_rows.X[:max_points]
     margin, deltas = nb.decision_function(Xp), nb.flip_deltas(Xp)
     t, n = deltas.shape
@@ -222,7 +223,7 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     eps_arr = eps if np.ndim(eps) else float(eps)
     eps_vec = np.broadcast_to(np.asarray(eps_arr, dtype=float), (n,)).copy()
     say(f"plan on {data.name}: n = {n} features, t = {t} planning points, "
-        f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.y):.3f} "
+        f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.labels()):.3f} "
         f"on the planning split)")
     say(f"channel eps = {_fmt_eps(eps)}, "
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
