@@ -318,10 +318,16 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
 
 def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
-                 confidence=0.99, max_points=None, stream=None, n_jobs=None):
+                 confidence=0.99, max_points=None, stream=None, n_jobs=None, quiet=False,
+                 progress_stream=None):
     """Monte Carlo campaign on the device runtime next to the SCP predicted for it
-    (``n_jobs`` threads; the counts do not depend on it)."""
-    from export.analytics import device_scp
+    (``n_jobs`` threads; the counts do not depend on it).
+
+    Progress (inferences done, ETA) goes to ``progress_stream`` (default
+    stderr) unless ``quiet``; memory does not grow with ``trials`` and Ctrl-C
+    stops the run between batches (``KeyboardInterrupt``; the CLI exits 130).
+    """
+    from export.progress import Progress
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
     from edgecode._stats import wilson_interval
@@ -331,7 +337,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         read_container(artifact)
     if container.kind != "protected_nb":
         return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
-                               confidence, max_points, out, n_jobs)
+                               confidence, max_points, out, n_jobs, quiet, progress_stream)
     device = load_protected_nb(container)
     data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
@@ -341,7 +347,9 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
                          f"{data.name} has {X.shape[1]}")
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs)
+    with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
+        same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs,
+                               progress=progress)
     sim_s = time.perf_counter() - t0
     # pooled over points: points with different rates only shrink the variance,
     # so the Wilson interval of the pooled count is conservative
@@ -349,6 +357,9 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     p = int(np.sum(same)) / total
     lo_ci, hi_ci = (float(v) for v in wilson_interval(int(np.sum(same)), total, confidence))
     # the device's own classifier as a linear model: predicted SCP of what it runs
+    # (imported after the run: export.analytics brings scikit-learn, whose import
+    # and teardown would delay the start and an interrupted run's exit)
+    from export.analytics import device_scp
     pred, lo, hi, method = device_scp(device, X, eps_v)
     if method == "exact":
         pred_txt = f"{pred.mean():.6f} (exact)"
@@ -377,10 +388,11 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
 
 
 def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
-                    max_points, out, n_jobs=None):
+                    max_points, out, n_jobs=None, quiet=False, progress_stream=None):
     """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
     ``simulate`` at the kind's default site, rate and accuracy with intervals."""
     from edgecode._stats import wilson_interval
+    from export.progress import Progress
     from export.registry import kind_rows
     from firmware_sim import load, simulate
 
@@ -393,7 +405,9 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
         X, y = X[:max_points], (None if y is None else y[:max_points])
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs)
+    with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
+        res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs,
+                       progress=progress)
     sim_s = time.perf_counter() - t0
     total = len(X) * trials
     p = res.mean_same_rate
