@@ -107,7 +107,8 @@ def _check_plot_dependency(plot_path):
 def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials=1000, seed=0,
                      dataset=None, split="test", max_points=None, confidence=0.99,
                      profile=None, json_path=None, plot_path=None, stream=None, site=None,
-                     n_jobs=None, scheduler=None, quiet=False, progress_stream=None):
+                     n_jobs=None, scheduler=None, quiet=False, progress_stream=None,
+                     data_options=None):
     """Load an artifact, run a campaign on dataset rows, print the table, write reports.
 
     ``n_jobs`` threads, or the batches on the Dask cluster at ``scheduler`` (a
@@ -125,11 +126,12 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
     from firmware_sim.faults import FAULTS, make_fault
     from firmware_sim.profiles import annotate, check_fits, get_profile
 
-    from .naive_bayes import _AtomicOutputs
+    from export.atomic import AtomicOutputs as _AtomicOutputs
 
     out = stream or sys.stdout
     _check_plot_dependency(plot_path)
-    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points,
+                                                          data_options)
     if profile is not None:
         prof = get_profile(profile)
         check_fits(prof, device.resources(), container)
@@ -190,8 +192,10 @@ def _dask_client(scheduler):
         raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
 
-def _device_and_rows(artifact, dataset, split, max_points):
-    """(container, campaign device, X, y, data name) of an artifact and its data rows."""
+def _device_and_rows(artifact, dataset, split, max_points, data_options=None):
+    """(container, campaign device, X, y, data name) of an artifact and its data rows
+    (``data_options``: ``--label``, ``--ignore``, ``--positive`` over what the
+    artifact records)."""
     from export.registry import kind_rows
     from firmware_sim import load
 
@@ -203,7 +207,8 @@ def _device_and_rows(artifact, dataset, split, max_points):
     if not isinstance(dataset, (str, tuple, list)) and not hasattr(dataset, "X"):
         raise ValueError(f"the artifact's meta 'dataset' must be a name or path; got "
                          f"{dataset!r}")
-    X, y, data_name = kind_rows(container.kind)(container, dataset, split)
+    X, y, data_name = kind_rows(container.kind)(container, dataset, split,
+                                                **(data_options or {}))
     if max_points is not None:
         X, y = X[:max_points], (None if y is None else y[:max_points])
     return container, device, X, y, data_name
@@ -211,7 +216,7 @@ def _device_and_rows(artifact, dataset, split, max_points):
 
 def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays=None,
                    checked=False, top=10, max_bits=1 << 14, json_path=None, stream=None,
-                   quiet=False, progress_stream=None):
+                   quiet=False, progress_stream=None, data_options=None):
     """Flip every targeted bit of an artifact in turn; print which arrays and bits matter.
 
     Progress goes to ``progress_stream`` (default stderr) unless ``quiet``;
@@ -224,10 +229,11 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
     from export.progress import Progress
     from firmware_sim.sensitivity import single_upset_table
 
-    from .naive_bayes import _AtomicOutputs
+    from export.atomic import AtomicOutputs as _AtomicOutputs
 
     out = stream or sys.stdout
-    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points,
+                                                          data_options)
     with Progress("upsets", stream=progress_stream, enabled=not quiet) as progress:
         tab = single_upset_table(device, X, arrays=arrays, checked=checked, y=y,
                                  max_bits=max_bits, progress=progress)
@@ -302,6 +308,7 @@ def register(sub):
                    "dataset recorded in the artifact); ecoc/ssbc: as 'edgecode ecoc' / "
                    "'edgecode hash' take it, e.g. digits")
     c.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(c, label_help=_LABEL_HELP)
     c.add_argument("--max-points", type=positive_int, help="use at most this many points "
                    "(default: all)")
     c.add_argument("--confidence", type=open_unit, default=0.99,
@@ -319,6 +326,7 @@ def register(sub):
     u.add_argument("artifact", help="device container (protected_nb, ecoc or ssbc)")
     u.add_argument("--data", default=None, help="inputs, as for 'edgecode campaign'")
     u.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(u, label_help=_LABEL_HELP)
     u.add_argument("--max-points", type=positive_int, help="use at most this many points "
                    "(default: all)")
     u.add_argument("--arrays", help="comma list of container arrays (default: all)")
@@ -332,6 +340,21 @@ def register(sub):
     u.set_defaults(func=_cmd_upsets)
 
 
+#: --label on the commands that read an artifact's rows
+_LABEL_HELP = ("label column of a --data CSV (default: the one the artifact records, else "
+               "'class')")
+
+
+def data_options(args):
+    from .budget import data_options as _opts
+    return _opts(args)
+
+
+def add_data_options(parser, **kw):
+    from export.data import add_data_options as _add
+    _add(parser, **kw)
+
+
 def _cmd_campaign(args):
     if (args.param is None) != (args.grid is None):
         raise ValueError("--param and --grid go together")
@@ -341,7 +364,7 @@ def _cmd_campaign(args):
                      max_points=args.max_points, confidence=args.confidence,
                      profile=args.profile, json_path=args.json_path, plot_path=args.plot_path,
                      site=args.site, n_jobs=args.jobs, scheduler=args.scheduler,
-                     quiet=args.quiet)
+                     quiet=args.quiet, data_options=data_options(args))
 
 
 def _cmd_upsets(args):
@@ -352,4 +375,4 @@ def _cmd_upsets(args):
     run_upsets_cli(args.artifact, dataset=args.data, split=args.split,
                    max_points=args.max_points, arrays=arrays, checked=args.checked,
                    top=args.top, max_bits=args.max_bits, json_path=args.json_path,
-                   quiet=args.quiet)
+                   quiet=args.quiet, data_options=data_options(args))

@@ -319,9 +319,10 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
 def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
                  confidence=0.99, max_points=None, stream=None, n_jobs=None, quiet=False,
-                 progress_stream=None):
+                 progress_stream=None, data_options=None):
     """Monte Carlo campaign on the device runtime next to the SCP predicted for it
-    (``n_jobs`` threads; the counts do not depend on it).
+    (``n_jobs`` threads; the counts do not depend on it). ``data_options``
+    (``label``, ``ignore``, ``positive``) override what the artifact records.
 
     Progress (inferences done, ETA) goes to ``progress_stream`` (default
     stderr) unless ``quiet``; memory does not grow with ``trials`` and Ctrl-C
@@ -337,9 +338,12 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         read_container(artifact)
     if container.kind != "protected_nb":
         return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
-                               confidence, max_points, out, n_jobs, quiet, progress_stream)
+                               confidence, max_points, out, n_jobs, quiet, progress_stream,
+                               data_options)
+    from export.data import load_recorded as _load_recorded
     device = load_protected_nb(container)
-    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
+    data = _load_recorded(container, dataset, binary=True, **(data_options or {})) \
+        if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
     X = rows.X if max_points is None else rows.X[:max_points]
     if X.shape[1] != device.n_features:
@@ -388,7 +392,8 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
 
 
 def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
-                    max_points, out, n_jobs=None, quiet=False, progress_stream=None):
+                    max_points, out, n_jobs=None, quiet=False, progress_stream=None,
+                    data_options=None):
     """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
     ``simulate`` at the kind's default site, rate and accuracy with intervals."""
     from edgecode._stats import wilson_interval
@@ -400,7 +405,7 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
     data = dataset if dataset != "house_votes" else (container.meta or {}).get("dataset")
     if data is None:
         raise ValueError("the artifact records no dataset; pass --data")
-    X, y, name = kind_rows(container.kind)(container, data, split)
+    X, y, name = kind_rows(container.kind)(container, data, split, **(data_options or {}))
     if max_points is not None:
         X, y = X[:max_points], (None if y is None else y[:max_points])
     eps_v = eps if np.ndim(eps) else float(eps)
@@ -533,6 +538,8 @@ def register(sub):
     s.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
                    "dataset recorded in the artifact)")
     s.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(s, label_help="label column of a --data CSV (default: the one the "
+                     "artifact records, else 'class')")
     s.add_argument("--seed", type=int, default=0, help="random seed of the channel")
     s.add_argument("--confidence", type=open_unit, default=0.99,
                    help="level of the interval of the simulated rate")
@@ -540,6 +547,7 @@ def register(sub):
                    "(default: all)")
     s.add_argument("--jobs", type=jobs, default=None, help="threads (-1: every CPU; default: "
                    "numba's thread count); the counts do not depend on it")
+    s.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     s.set_defaults(func=_cmd_simulate)
 
 
@@ -580,6 +588,8 @@ def _cmd_simulate(args):
         data = read_container(args.artifact).meta.get("dataset")
         if data is None:
             raise UsageError("the artifact records no dataset; pass --data")
+    from .budget import data_options
     run_simulate(args.artifact, eps, args.trials, dataset=data,
                  split=args.split, seed=args.seed, confidence=args.confidence,
-                 max_points=args.max_points, n_jobs=args.jobs)
+                 max_points=args.max_points, n_jobs=args.jobs, quiet=args.quiet,
+                 data_options=data_options(args))
