@@ -347,13 +347,13 @@ def test_cli_campaign_and_upsets_show_progress_unless_quiet(tmp_path, capsys,
             "--trials", "200", "--json", str(tmp_path / "c.json")]
     assert main(base) == 0
     err = capsys.readouterr().err
-    assert "campaign: 174,000/174,000 (100%), eps=0.1 (2/2)" in err and "ETA" in err
+    assert "campaign: 174,000/174,000 (100%) eps=0.1 (2/2)" in err and "ETA" in err
     assert main(base + ["--quiet"]) == 0
     assert capsys.readouterr().err == ""
     assert main(["upsets", str(art), "--arrays", "bias", "--json", str(tmp_path / "u.json")]) \
         == 0
     err = capsys.readouterr().err
-    assert "upsets: 32/32 (100%), bits" in err
+    assert "upsets: 32/32 (100%) bits" in err
     assert main(["upsets", str(art), "--arrays", "bias", "--quiet"]) == 0
     assert capsys.readouterr().err == ""
     # the reports were renamed into place: no temporaries left beside them
