@@ -22,15 +22,11 @@ files into an MCU project.
 
 import os
 import re
-import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +37,7 @@ from firmware_sim._parallel import n_threads
 from firmware_sim.artifact import Container, read_container
 
 __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "toolchain_missing",
-           "FirmwareBuild", "decision_integers", "RUNTIME_SOURCES", "staged_dir",
+           "FirmwareBuild", "decision_integers", "RUNTIME_SOURCES", "remove_stale_sources",
            "target_profile", "oversize"]
 
 #: The C sources of the runtime (``firmware_sim/c``), in link order.
@@ -277,9 +273,11 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         (the runner's ``--check`` of arbitrary images).
     atomic : bool
         True (default): the files are written into a temporary folder next to
-        ``out_dir`` and moved into place at the end (:func:`staged_dir`), so
-        an error or Ctrl-C leaves ``out_dir`` as it was. False: written in
-        place (for a folder that is itself a staging folder).
+        ``out_dir`` and moved into place at the end
+        (:class:`export.atomic.AtomicOutputs`), so an error or Ctrl-C leaves
+        ``out_dir`` as it was; then the other kinds' sources an earlier
+        firmware left there are removed. False: written in place (for a
+        folder that is itself a temporary one).
 
     Returns
     -------
@@ -302,14 +300,18 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         raise ValueError(f"kinds must be 'model' or 'all'; got {kinds!r}")
     raw = _image_bytes(artifact)
     device = firmware_sim.load(read_container(raw))
+    out = Path(out_dir)
     if atomic:
-        Path(out_dir).absolute().parent.mkdir(parents=True, exist_ok=True)
-        with staged_dir(out_dir) as tmp:
-            info = _write_files(raw, device, tmp, t, kinds)
-        info["dir"] = str(Path(out_dir))
+        from export.atomic import AtomicOutputs
+
+        out.absolute().parent.mkdir(parents=True, exist_ok=True)
+        with AtomicOutputs(dirs=[out]) as tmp:
+            info = _write_files(raw, device, tmp[out], t, kinds)
+        remove_stale_sources(out, info["sources"])
+        info["dir"] = str(out)
         return info
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    return _write_files(raw, device, Path(out_dir), t, kinds)
+    out.mkdir(parents=True, exist_ok=True)
+    return _write_files(raw, device, out, t, kinds)
 
 
 def _write_files(raw, device, out, t, kinds):
@@ -383,84 +385,16 @@ def _write_files(raw, device, out, t, kinds):
             "workspace_bytes": ws}
 
 
-# --------------------------------------------------------------------------- staging
-#: Generated names that a rewrite removes from an existing output folder when
-#: the new firmware does not have them (the other kinds' sources: the build
-#: compiles every runtime source it finds).
-STALE_NAMES = RUNTIME_SOURCES
-
-
-@contextmanager
-def staged_dir(dest, stale=STALE_NAMES):
-    """Write a folder's files under a temporary folder next to ``dest`` and move
-    them into ``dest`` when the block ends without an exception.
-
-    On any exception (Ctrl-C included) the temporary folder is removed and
-    ``dest`` is left exactly as it was (absent, or with its old files). A
-    new ``dest`` appears with one rename; into an existing folder each file
-    (and the ``build`` folder) is moved with one ``os.replace``, Ctrl-C held
-    off for those few milliseconds, and the ``stale`` names the new output
-    lacks are removed. Other files already in ``dest`` are kept.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> root = Path(tempfile.mkdtemp())
-    >>> with staged_dir(root / "fw") as tmp:
-    ...     _ = (tmp / "a.c").write_text("int x;")
-    ...     (root / "fw").exists()
-    False
-    >>> sorted(p.name for p in (root / "fw").iterdir()), sorted(p.name for p in root.iterdir())
-    (['a.c'], ['fw'])
-    """
-    dest = Path(dest).absolute()
-    if dest.exists() and not dest.is_dir():
-        raise ValueError(f"{dest} exists and is not a directory")
-    if not dest.parent.is_dir():
-        raise ValueError(f"{dest}: its parent {dest.parent} does not exist (create it first)")
-    tmp = dest.parent / f".{dest.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    try:
-        yield tmp
-        _commit(tmp, dest, stale)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-@contextmanager
-def _sigint_held():
-    """Ignore Ctrl-C for the duration (main thread only): a commit is a few renames."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
-def _commit(tmp, dest, stale):
-    with _sigint_held():
-        if not dest.exists():
-            os.rename(tmp, dest)
-            return
-        names = {p.name for p in tmp.iterdir()}
-        trash = []
-        for p in sorted(tmp.iterdir()):
-            target = dest / p.name
-            if p.is_dir() and target.is_dir():
-                old = dest / f".{p.name}.{secrets.token_hex(4)}.old"
-                os.rename(target, old)
-                trash.append(old)
-            os.replace(p, target)
-        for name in stale:
-            if name not in names and (dest / name).is_file():
-                (dest / name).unlink()
-        tmp.rmdir()
-    for old in trash:
-        shutil.rmtree(old, ignore_errors=True)
+def remove_stale_sources(out_dir, sources):
+    """Remove from ``out_dir`` the runtime sources a rewrite no longer has (the
+    other kinds' files: :func:`build_firmware` compiles every runtime source it
+    finds). Returns the names removed."""
+    gone = []
+    for name in RUNTIME_SOURCES:
+        if name not in sources and (Path(out_dir) / name).is_file():
+            (Path(out_dir) / name).unlink()
+            gone.append(name)
+    return gone
 
 
 # --------------------------------------------------------------------------- part limits

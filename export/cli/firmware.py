@@ -36,8 +36,9 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     ``firmware_sim``. Returns a dict with what was done and measured.
 
     Everything is written under a temporary folder next to ``out_dir`` and
-    moved into place at the end: an error, a mismatch, an oversize build or
-    Ctrl-C leaves ``out_dir`` as it was. Up front, before anything is
+    moved into place at the end (:class:`export.atomic.AtomicOutputs`): an
+    error, a mismatch, an oversize build or Ctrl-C leaves ``out_dir`` as it
+    was. Up front, before anything is
     written: the artifact is validated, the toolchain looked for and (with
     ``check``) the frames made from the dataset (``dataset``, else the one
     the artifact records; a dataset that cannot be read is an error unless
@@ -47,8 +48,9 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     ``allow_oversize`` (then a warning line on ``err_stream``); without a
     build, the profile's estimate over the part is a warning line.
     """
-    from export.firmware import build_firmware, decision_integers, oversize, run_firmware, \
-        staged_dir, target_profile, toolchain_missing, write_firmware
+    from export.atomic import AtomicOutputs
+    from export.firmware import build_firmware, decision_integers, oversize, \
+        remove_stale_sources, run_firmware, target_profile, toolchain_missing, write_firmware
     from firmware_sim import load
 
     out = stream or sys.stdout
@@ -67,7 +69,8 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     dest = Path(out_dir)
     result = {}
     res = device.resources()
-    with staged_dir(dest) as tmp:
+    with AtomicOutputs(dirs=[dest]) as outputs:
+        tmp = outputs[dest]
         info = write_firmware(artifact, tmp, target, atomic=False)
         info["dir"] = str(dest)
         result["write"] = info
@@ -118,6 +121,7 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
             if not same:
                 raise ValueError(f"firmware and firmware_sim disagree on {bad} of "
                                  f"{len(frames)} frames; nothing was written to {dest}")
+    remove_stale_sources(dest, info["sources"])
     print(f"wrote {len(info['files'])} files to {dest}", file=out)
     return result
 
