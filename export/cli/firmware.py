@@ -31,7 +31,8 @@ __all__ = ["run_firmware_cli", "run_demo_stage", "register"]
 
 def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                      dataset=None, split="test", max_points=500, random_frames=None,
-                     allow_oversize=False, profile=None, stream=None, err_stream=None):
+                     allow_oversize=False, profile=None, stream=None, err_stream=None,
+                     data_options=None):
     """Write the firmware; optionally build it, measure it and check it against
     ``firmware_sim``. Returns a dict with what was done and measured.
 
@@ -65,7 +66,8 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
             raise UsageError(f"cannot {'run' if check else 'build'} for {target}: {missing}")
     frames = None
     if check:
-        frames, what = _check_frames(device, dataset, split, max_points, random_frames, err)
+        frames, what = _check_frames(device, dataset, split, max_points, random_frames, err,
+                                     data_options)
     dest = Path(out_dir)
     result = {}
     res = device.resources()
@@ -140,7 +142,7 @@ def _random_frames(device, n, rng):
     return rand
 
 
-def _check_frames(device, dataset, split, max_points, random_frames, err):
+def _check_frames(device, dataset, split, max_points, random_frames, err, data_options=None):
     """``(frames, what)`` to check: the dataset's rows through ``encode`` (``dataset``,
     else the one the artifact records), then random frames (noisy bits, or int16
     values with the extremes): 100 unless ``random_frames`` says how many. Data
@@ -172,7 +174,7 @@ def _check_frames(device, dataset, split, max_points, random_frames, err):
                                      meta={k: v for k, v in (c.meta or {}).items()
                                            if k != "classes"})
         try:
-            X, _, name = kind_rows(c.kind)(unlabelled, data, split)
+            X, _, name = kind_rows(c.kind)(unlabelled, data, split, **(data_options or {}))
             X = np.asarray(X)
             if X.shape[0] == 0:
                 raise ValueError(f"no rows in split {split!r}")
@@ -236,6 +238,9 @@ def register(sub):
                    "commands take it (default: the one recorded in the artifact)")
     f.add_argument("--split", default="test", help="rows for --check when the data has a "
                    "split")
+    from export.data import add_data_options
+    add_data_options(f, label_help="label column of a --data CSV (default: the one the "
+                     "artifact records, else 'class')")
     f.add_argument("--max-points", type=positive_int, default=500,
                    help="dataset rows checked")
     f.add_argument("--random-frames", type=nonnegative_int, default=None, metavar="N",
@@ -253,4 +258,9 @@ def register(sub):
     f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(
         a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
         split=a.split, max_points=a.max_points, random_frames=a.random_frames,
-        allow_oversize=a.allow_oversize, profile=a.profile))
+        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a)))
+
+
+def _data_options(args):
+    from .budget import data_options
+    return data_options(args)
