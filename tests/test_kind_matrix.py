@@ -145,7 +145,7 @@ def test_simulate_campaign_upsets_run_from_the_recorded_data(artifacts, kind, la
     out = capsys.readouterr().out
     assert "0.02" in out
     arrays = {"nb": "weights", "ecoc_tree": "tree_threshold", "ecoc_linear": "lin_weights",
-              "ssbc": "projection"}[kind]
+              "ssbc": "thresholds"}[kind]
     assert main(["upsets", str(art), "--max-points", "10", "--top", "2", "--arrays",
                  arrays]) == 0
     assert "single-bit upsets" in capsys.readouterr().out
