@@ -45,8 +45,6 @@ DEFAULT_DESIGNS = ("one_vs_all", "dense_random", "nary", "bch", "annealed")
 #: probability (``edgecode.ecoc.decoding_probabilities``) covers up to 2**22
 #: received words; 2**20 keeps each prediction under a second.
 EXACT_MAX_WORDS = 2 ** 20
-_BINARY_DATASETS = ("house_votes", "nltcs", "dna")
-_TABLE_DATASETS = ("digits", "iris", "wine", "breast_cancer")
 
 
 @dataclass
@@ -74,6 +72,8 @@ class Task:
     classes: np.ndarray
     binary: bool
     how: str
+    source: str = ""
+    options: dict = field(default_factory=dict)
 
     @property
     def n_classes(self):
@@ -83,27 +83,37 @@ class Task:
     def n_features(self):
         return int(self.X_train.shape[1])
 
+    @property
+    def meta(self):
+        """What an artifact trained on this task records, so that ``simulate``,
+        ``campaign`` and ``upsets`` find the same rows without ``--data``."""
+        from export.data import dataset_reference
 
-def _raw(data):
-    """(X, y, split or None, name) of a dataset name, a CSV path or a tuple."""
-    if isinstance(data, str):
-        if data in _BINARY_DATASETS:
-            from edgecode import datasets
-            d = datasets.load(data)
-            return d.X.astype(np.float64), d.y, d.split, data
-        from export.cli.ecoc import load_table
-        X, y, split, label = load_table(data)
-        return X, y, split, data if data in _TABLE_DATASETS else label
+        src, opts = dataset_reference(self.source or self.name, self.options)
+        return {"dataset": src, **({"dataset_options": opts} if opts else {})}
+
+    def labels(self, indices):
+        """The true class labels of class indices."""
+        return self.classes[np.asarray(indices, np.int64)]
+
+
+def _raw(data, data_options=None):
+    """(X, y, split or None, name, source, options) of a dataset name, a CSV path or a tuple."""
+    if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        from export.data import BINARY_SETS, TABLE_SETS, load_table
+        t = load_table(str(data), **(data_options or {}))
+        name = t.source if t.source in TABLE_SETS + BINARY_SETS else t.name
+        return t.X, t.y, t.split, name, t.source, t.options
     if isinstance(data, (tuple, list)) and len(data) in (2, 3):
         X, y = data[0], data[1]
         split = data[2] if len(data) == 3 else None
-        return X, y, split, "array"
+        return X, y, split, "array", "", {}
     raise TypeError("data must be a dataset name (house_votes, nltcs, dna, digits, iris, wine, "
                     "breast_cancer), a CSV path, or a tuple (X, y) or (X, y, split); got "
                     f"{type(data).__name__}")
 
 
-def load_task(data, *, test_size=0.3, seed=0, max_points=None):
+def load_task(data, *, test_size=0.3, seed=0, max_points=None, data_options=None):
     """Train and test rows of ``data`` (its own train/test split when it has one,
     else a stratified split), labels as class indices.
 
@@ -116,6 +126,8 @@ def load_task(data, *, test_size=0.3, seed=0, max_points=None):
     seed : int
     max_points : int, optional
         Keep at most this many test rows (a seeded stratified subset).
+    data_options : dict, optional
+        ``label``, ``ignore``, ``positive`` of a CSV (:func:`export.data.load_table`).
 
     Returns
     -------
@@ -129,7 +141,7 @@ def load_task(data, *, test_size=0.3, seed=0, max_points=None):
     """
     from sklearn.model_selection import train_test_split
 
-    X, y, split, name = _raw(data)
+    X, y, split, name, source, options = _raw(data, data_options)
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y)
     if X.ndim != 2 or X.shape[0] < 4 or X.shape[1] < 1:
@@ -173,7 +185,7 @@ def load_task(data, *, test_size=0.3, seed=0, max_points=None):
                                           stratify=strat)
         how += f", {k} test rows kept"
     binary = bool(len(classes) == 2 and np.isin(X, (0.0, 1.0)).all())
-    return Task(name, Xtr, ytr, Xte, yte, classes, binary, how)
+    return Task(name, Xtr, ytr, Xte, yte, classes, binary, how, source, options)
 
 
 @dataclass
@@ -576,14 +588,17 @@ def fit_config(cfg, task, *, plan_eps=0.0, seed=0, code=None, plan_points=200):
     import warnings
 
     kind = cfg["kind"]
-    dataset = {"dataset": task.name}
+    dataset = task.meta
+    # models are trained on the true labels, so that their exports (container,
+    # ONNX, firmware) carry them; accuracies compare class indices
+    y_fit = task.labels(task.y_train)
     if kind == "protected_nb":
         from edgecode.naive_bayes import BinaryNaiveBayes
         from edgecode.redundancy import PlanningCostWarning, allocate_greedy, allocate_uniform
         from export.naive_bayes import export_protected_nb
 
         Xtr = task.X_train.astype(np.uint8)
-        nb = BinaryNaiveBayes().fit(Xtr, task.y_train)
+        nb = BinaryNaiveBayes().fit(Xtr, y_fit)
         d, B = task.n_features, int(cfg["budget_bits"])
         info = {}
         if B == 0:
@@ -601,8 +616,9 @@ def fit_config(cfg, task, *, plan_eps=0.0, seed=0, code=None, plan_points=200):
             r = np.asarray(plan.repetitions, np.int64)
             info = {"planned_mean_scp": float(plan.mean_scp), "plan_method": plan.method}
         info["repetitions"] = r.tolist()
-        ex = export_protected_nb(nb, r, meta=dataset)
         Xd = task.X_test.astype(np.uint8)
+        # above 20 features the integer model is verified on rows, not on every input
+        ex = export_protected_nb(nb, r, meta=dataset, X_check=np.vstack([Xtr, Xd]))
         acc = float(np.mean(ex.device.predict(Xd) == task.y_test))
         return Fitted(ex, Xd, task.y_test, acc, info)
     if kind == "ecoc":
@@ -615,7 +631,7 @@ def fit_config(cfg, task, *, plan_eps=0.0, seed=0, code=None, plan_points=200):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")       # constant columns, convergence: measured anyway
             clf = ECOCClassifier(_learner(cfg, seed), code=code,
-                                 random_state=seed).fit(task.X_train, task.y_train)
+                                 random_state=seed).fit(task.X_train, y_fit)
         ex = export_ecoc(clf, task.X_train, meta=dataset)
         Xd = task.X_test
         acc = float(np.mean(ex.device.predict(ex.device.quantize(Xd)) == task.y_test))
@@ -639,11 +655,14 @@ def fit_config(cfg, task, *, plan_eps=0.0, seed=0, code=None, plan_points=200):
                                             random_state=seed, stratify=strat)
         else:
             Xt, yt = task.X_train, task.y_train
-        ex = export_ssbc(h, X_table=Xt, y_table=yt, knn_k=int(cfg["knn_k"]), meta=dataset)
-        classes = np.asarray(ex.details["classes"]).astype(np.int64)
+        ex = export_ssbc(h, X_table=Xt, y_table=task.labels(yt), knn_k=int(cfg["knn_k"]),
+                         meta=dataset)
+        # the table's classes (true labels) as indices of the task's classes
+        table_idx = np.searchsorted(task.classes, np.asarray(ex.details["classes"]))
         Xd = task.X_test
-        where = {int(v): i for i, v in enumerate(classes.tolist())}
-        y_dev = np.array([where.get(int(v), len(classes)) for v in task.y_test], np.int64)
+        where = {int(v): i for i, v in enumerate(table_idx.tolist())}
+        y_dev = np.array([where.get(int(v), len(table_idx)) for v in task.y_test], np.int64)
+        classes = table_idx
         labels = np.asarray(ex.device.infer(ex.device.encode(Xd)).labels, np.int64)
         acc = float(np.mean(labels == y_dev))
         return Fitted(ex, Xd, y_dev, acc, {"table_classes": classes.tolist()})

@@ -516,7 +516,7 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
            site="default", max_flash=None, min_accuracy=None, space=None, budget_s=None,
            build=False, simulate="front", sim_samples=DEFAULT_SIM_SAMPLES, confidence=0.99,
            seed=0, test_size=0.3, max_points=None, enforce_int_widths=True, ram_objective=False,
-           progress=None):
+           progress=None, data_options=None):
     """Search model kinds and sizes for the most accurate model under noise that fits.
 
     Parameters
@@ -573,6 +573,9 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         ``wide_integer_arrays``.
     progress : None, True or a text stream
         One line per configuration with elapsed time and ETA (True: stderr).
+    data_options : dict, optional
+        ``label``, ``ignore``, ``positive`` of a CSV (the command line's
+        ``--label``, ``--ignore``, ``--positive``; :func:`export.data.load_table`).
 
     Returns
     -------
@@ -643,7 +646,8 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         build_target = target
     report = _Progress(sys.stderr if progress is True else progress)
 
-    task = load_task(data, test_size=test_size, seed=seed, max_points=max_points)
+    task = load_task(data, test_size=test_size, seed=seed, max_points=max_points,
+                     data_options=data_options)
     configs = configurations(space, n_classes=task.n_classes, n_features=task.n_features,
                              binary=task.binary)
     if not configs:
@@ -660,7 +664,8 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         try:
             lb = screen(cfg, task, seed)
         except (ValueError, TypeError) as exc:
-            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split())})
+            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split()),
+                            "stage": "screening"})
             continue
         rt_flash, rt_ram = prof.runtime_bytes(cfg["kind"])
         need_f, need_r = lb["flash_bytes"] + rt_flash, lb["ram_bytes"] + rt_ram
@@ -695,8 +700,8 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         if not toolchain_missing(target):
             build_target = target
     memory_source = "build" if build_target else "profile"
-    report.note(f"{len(configs)} configurations: {len(skipped)} not buildable, {len(pruned)} "
-                f"pruned before training, {len(keep)} to train on {task.name} "
+    report.note(f"{len(configs)} configurations: {len(skipped)} not buildable at screening, "
+                f"{len(pruned)} pruned before training, {len(keep)} to train on {task.name} "
                 f"({len(task.X_train)} train / {len(task.X_test)} test rows)")
 
     # 2. train, export, measure, predict (simulate only what has no prediction)
@@ -712,8 +717,10 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         try:
             fitted = fit_config(cfg, task, plan_eps=plan_eps, seed=seed, code=lb.get("code"))
         except (ValueError, TypeError) as exc:
-            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split())})
-            report(done + 1, total, label, "not buildable")
+            reason = " ".join(str(exc).split())
+            skipped.append({"config": cfg, "label": label, "reason": reason,
+                            "stage": "training"})
+            report(done + 1, total, label, f"not buildable: {reason[:160]}")
             continue
         res = fitted.export.resources
         flash, ram, source = _memory(fitted.export, prof, build_target)
@@ -765,8 +772,12 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         if stopped:
             raise ValueError(f"budget_s={budget_s} s ran out before any configuration was "
                              "measured; give more time")
-        raise ValueError("no configuration fits once trained: " + "; ".join(
-            f"{p['label']}: {p['reason']}" for p in pruned if p["stage"] == "measured")[:400])
+        why = [f"{p['label']}: too large ({p['reason']})" for p in pruned
+               if p["stage"] == "measured"]
+        why += [f"{s['label']}: not buildable ({s['reason']})" for s in skipped
+                if s.get("stage") == "training"]
+        raise ValueError(f"none of the {total} trained configurations fits or builds: "
+                         + "; ".join(why)[:600])
 
     # 3. the front among what fits and meets the limits; simulate its points
     eligible = [i for i, e in enumerate(entries) if e["meets_limits"]]

@@ -234,13 +234,13 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
         Extra inputs on which integer labels must equal the float model's.
     meta : dict or None
         Extra metadata stored in both artifacts (e.g. the planner's mean SCP).
-    onnx_input : {"bits", "features"}, default "bits"
-        Input of the ONNX graph (:func:`protected_nb_to_onnx`): ``"bits"``, the
-        received repeated bits (the device frame, majority-decoded in the graph;
-        the default, kept for callers that feed ``{"bits": ...}``), or
-        ``"features"``, the raw features ``X`` (binarized with the model's
-        ``binarize`` threshold, else ``x > 0.5``).  Either graph outputs
-        ``label`` (the model's class labels) and ``decision``.
+    onnx_input : {"features", "bits"}, default "features"
+        Input of the ONNX graph (:func:`protected_nb_to_onnx`): ``"features"``
+        (the default), the raw features ``X`` (binarized with the model's
+        ``binarize`` threshold, else ``x > 0.5``), or ``"bits"``, the received
+        repeated bits (the device frame, majority-decoded in the graph).
+        Either graph outputs ``label`` (the model's class labels) and
+        ``decision``.
     onnx_input_dtype : {"float32", "float64", "bool", "uint8"}, default "float32"
         Element type of ``X`` when ``onnx_input="features"``.
 

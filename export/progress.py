@@ -103,7 +103,7 @@ class Progress:
             return
         if self.last is None or now - self.last >= self.every or done >= total:
             self.last = now
-            print(f"{self.label}: {done:,}/{total:,} ({100.0 * done / total:.0f}%),{extra} "
+            print(f"{self.label}: {done:,}/{total:,} ({100.0 * done / total:.0f}%){extra}, "
                   f"{format_seconds(elapsed)} elapsed, ETA {format_seconds(eta)}",
                   file=self.stream, flush=True)
 

@@ -36,8 +36,8 @@ def _builtin():
     if _loaded:
         return
     _loaded.append(True)
-    from export.cli.campaign import _multiclass_rows, _nb_rows
+    from export.data import binary_rows, table_rows
 
-    for kind, rows in (("protected_nb", _nb_rows), ("ecoc", _multiclass_rows),
-                       ("ssbc", _multiclass_rows)):
+    for kind, rows in (("protected_nb", binary_rows), ("ecoc", table_rows),
+                       ("ssbc", table_rows)):
         _ROWS.setdefault(kind, rows)

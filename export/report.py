@@ -12,7 +12,25 @@ import numpy as np
 
 from firmware_sim.campaign import CampaignResult
 
-__all__ = ["format_campaign", "plot_campaign", "format_rows"]
+__all__ = ["format_campaign", "plot_campaign", "format_rows", "require_matplotlib",
+           "PLOT_INSTALL"]
+
+#: How to install what :func:`plot_campaign` needs.
+PLOT_INSTALL = "pip install 'edgecode[plot]'"
+
+
+def require_matplotlib():
+    """``matplotlib`` with the non-interactive Agg backend, or an ``ImportError``
+    that names the package and how to install it (the CLI checks this before
+    a campaign runs, so ``--plot`` cannot fail after the work is done)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401  (the part plot_campaign draws with)
+    except ImportError:
+        raise ImportError(f"plots need matplotlib, which is not installed: {PLOT_INSTALL}") \
+            from None
+    return matplotlib
 
 
 def format_campaign(result):
@@ -54,12 +72,9 @@ def plot_campaign(results, path, *, labels=None, title=None, metric="same_rate")
     labels : list of str, optional
     metric : {"same_rate", "accuracy"}
     """
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise ImportError("plots need matplotlib: pip install 'edgecode[plot]'") from exc
+    require_matplotlib()
+    import matplotlib.pyplot as plt
+
     if isinstance(results, CampaignResult):
         results = [results]
     labels = labels or [f"{r.fault.get('model', 'fault')}" for r in results]

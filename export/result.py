@@ -66,6 +66,40 @@ class ExportResult:
     def ops_per_inference(self):
         return dict(self.resources["ops_per_inference"])
 
+    def fit_warning(self, profile=None):
+        """A one-line warning when the model fits no device: ``profile`` (a name, a
+        path or a DeviceProfile) or, without one, none of the built-in profiles;
+        None when it fits. Every command that writes an artifact prints it.
+
+        >>> from edgecode.datasets import load_house_votes
+        >>> from edgecode.naive_bayes import BinaryNaiveBayes
+        >>> from export.naive_bayes import export_protected_nb
+        >>> d = load_house_votes()
+        >>> ex = export_protected_nb(BinaryNaiveBayes().fit(d.X, d.y), [0] * 16)
+        >>> ex.fit_warning() is None
+        True
+        """
+        from firmware_sim.profiles import BUILTIN_PROFILES, DoesNotFitError, check_fits, \
+            get_profile
+
+        res = {**self.resources, "kind": self.kind}
+        profiles = [get_profile(profile)] if profile is not None else \
+            list(BUILTIN_PROFILES.values())
+        reasons = []
+        for p in profiles:
+            try:
+                check_fits(p, res)
+                return None
+            except DoesNotFitError as exc:
+                reasons.append(str(exc).split(": ", 1)[-1])
+        which = f"profile {profiles[0].name!r}" if profile is not None else \
+            "any built-in device profile (" + ", ".join(
+                f"{p.name}: {p.flash_bytes // 1024} KB flash, {p.ram_bytes // 1024} KB RAM"
+                for p in profiles) + ")"
+        return (f"warning: this {self.kind} model ({self.flash_bytes:,} B image, "
+                f"{self.ram_bytes:,} B RAM per inference) does not fit {which}: "
+                f"{reasons[-1]}")
+
     def report(self):
         """One-line size and verification report."""
         ops = ", ".join(f"{k} {v}" for k, v in self.ops_per_inference.items())

@@ -53,14 +53,21 @@ __all__ = ["register"]
 _REGISTERED = False
 
 
+def _numeric_classes(classes):
+    """Classes the label output carries as int64, as skl2onnx's own classifiers do:
+    integers, bools, and floats (scikit-learn accepts only integral float labels
+    for classification, so ``2.0`` becomes ``2``, not the string ``'2.0'``)."""
+    c = np.asarray(classes)
+    return c.dtype.kind in "iub" or (c.dtype.kind == "f" and bool(np.all(c == np.round(c))))
+
+
 def _parser(scope, model, inputs, custom_parsers=None):
     from skl2onnx import get_model_alias
     from skl2onnx.common.data_types import FloatTensorType, Int64TensorType, StringTensorType
 
     op = scope.declare_local_operator(get_model_alias(type(model)), model)
     op.inputs = inputs
-    classes = np.asarray(model.classes_)
-    label_type = Int64TensorType() if classes.dtype.kind in "iub" else StringTensorType()
+    label_type = Int64TensorType() if _numeric_classes(model.classes_) else StringTensorType()
     op.outputs.append(scope.declare_local_variable("label", label_type))
     op.outputs.append(scope.declare_local_variable("scores", FloatTensorType()))
     return list(op.outputs)
@@ -132,7 +139,7 @@ def _convert(scope, operator, container):
     best = OnnxArgMin(OnnxNeg(neg_d2, op_version=opv), axis=1, keepdims=0,
                       select_last_index=0, op_version=opv)
     classes = np.asarray(model.classes_)
-    table_labels = classes.astype(np.int64) if classes.dtype.kind in "iub" else \
+    table_labels = classes.astype(np.int64) if _numeric_classes(classes) else \
         np.array([str(v) for v in classes])
     label = OnnxGather(table_labels, best, axis=0, op_version=opv,
                        output_names=[operator.outputs[0].full_name])

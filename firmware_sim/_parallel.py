@@ -1,4 +1,4 @@
-"""Threads over contiguous ranges of work units (campaign batches).
+"""Threads over contiguous ranges of work units (campaign batches), stoppable between them.
 
 The batch kernels are ``@njit(nogil=True)``: threads run them side by side.
 Each range's result depends on its units alone (a seed per unit, counters
@@ -6,13 +6,41 @@ per range), and integer counts add up in any order, so results are
 identical for any thread count. ``n_jobs``: None -> numba's thread count
 (``NUMBA_NUM_THREADS``, ``numba.set_num_threads``), -1 -> every CPU this
 process may use, k >= 1 -> k threads.
+
+Long runs are bounded and interruptible by construction:
+
+* :class:`SeededBatches` describes a run's batches (bounds and seeds)
+  without listing them, so a run of 10**12 trials costs no memory up front;
+  batch ``i``'s seed is ``SeedSequence.spawn``'s child ``i``, computed when
+  the batch runs.
+* :func:`run_seeded_batches` returns to Python between batches: the caller's
+  ``progress`` runs there (in the calling thread), and Ctrl-C
+  (``KeyboardInterrupt``) or an exception from ``progress`` stops the run:
+  worker threads see a shared cancel flag at their next batch boundary.
 """
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from numbers import Integral
 
-__all__ = ["n_threads", "run_ranges", "run_seeded_batches", "seed_sequence"]
+import numpy as np
+
+__all__ = ["n_threads", "run_ranges", "run_seeded_batches", "seed_sequence", "SeededBatches",
+           "Ticker", "repeat_rows", "count_labels", "SUB_ROWS", "MAX_ROWS"]
+
+#: Rows of a batch handled at once after its faults are drawn (labels and
+#: counts): bounds the per-row temporaries (~50 bytes a row) of narrow frames,
+#: whose batches have many rows. Results do not depend on it.
+SUB_ROWS = 1 << 16
+
+#: Largest number of (point, trial) rows of one run: row indices are int64.
+MAX_ROWS = 2 ** 63 - 1
+
+#: Seconds between two calls of a run's ``progress`` (and the first call comes
+#: after the first batch).
+PROGRESS_EVERY = 0.1
 
 
 def _cpus():
@@ -46,7 +74,6 @@ def seed_sequence(seed):
     >>> seed_sequence(3).entropy
     3
     """
-    import numpy as np
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, np.random.Generator):
@@ -59,6 +86,108 @@ def seed_sequence(seed):
         raise TypeError(f"random_state must be None, an int, a SeedSequence or a numpy "
                         f"Generator; got {seed!r}")
     return np.random.SeedSequence(int(seed))
+
+
+class SeededBatches:
+    """The batches of ``rows_total`` (point, trial) rows, ``step`` rows each (the
+    last one shorter), and their seeds, described rather than listed.
+
+    Batch ``i`` covers rows ``[i * step, min((i + 1) * step, rows_total))`` and
+    draws from ``seed(i)``, equal to ``root.spawn(len(self))[i]`` (the seeds of
+    the listed batches before issue 24, so counts are unchanged) without
+    spawning them all (``root`` is not advanced; :meth:`advance_root` does
+    what ``spawn`` did to it, for a caller's SeedSequence once a run completes).
+
+    >>> import numpy as np
+    >>> b = SeededBatches(10, 4, 7)
+    >>> len(b), [b.bounds(i) for i in range(len(b))]
+    (3, [(0, 4), (4, 4), (8, 2)])
+    >>> ref = np.random.SeedSequence(7).spawn(3)[2]
+    >>> b.seed(2).generate_state(2).tolist() == ref.generate_state(2).tolist()
+    True
+    """
+
+    def __init__(self, rows_total, step, seed):
+        self.rows_total = int(rows_total)
+        self.step = max(1, int(step))
+        self.root = seed_sequence(seed)
+        self._base = int(self.root.n_children_spawned)
+        self.n = -(-self.rows_total // self.step)
+
+    def __len__(self):
+        return self.n
+
+    def bounds(self, i):
+        """(first row, rows) of batch ``i``."""
+        start = i * self.step
+        return start, min(self.step, self.rows_total - start)
+
+    def seed(self, i):
+        """The ``SeedSequence`` of batch ``i``."""
+        r = self.root
+        return np.random.SeedSequence(r.entropy, spawn_key=tuple(r.spawn_key) + (self._base + i,),
+                                      pool_size=r.pool_size)
+
+    def advance_root(self):
+        """Advance the root as ``root.spawn(len(self))`` does (a caller's SeedSequence
+        reused for a second run then gives fresh draws, as before), in pieces
+        of bounded memory."""
+        left = self.n - (self.root.n_children_spawned - self._base)
+        while left > 0:
+            k = min(left, 1 << 16)
+            self.root.spawn(k)
+            left -= k
+
+
+class Ticker:
+    """Calls ``progress(done, total[, text])`` at most every ``every`` seconds (the
+    first time at the first call) and always when ``done`` reaches ``total``
+    (once); no-op when ``progress`` is None. Called between batches, in the
+    thread that runs the loop."""
+
+    def __init__(self, progress, total, every=None):
+        self.progress = progress
+        self.total = int(total)
+        self.every = PROGRESS_EVERY if every is None else float(every)
+        self.last = None
+        self.done = None
+
+    def __call__(self, done, text=""):
+        if self.progress is None or done == self.done:       # nothing new to report
+            return
+        now = time.monotonic()
+        if done >= self.total or self.last is None or now - self.last >= self.every:
+            self.last, self.done = now, done
+            if text:
+                self.progress(int(done), self.total, text)
+            else:
+                self.progress(int(done), self.total)
+
+
+def repeat_rows(tx, start, nrows, n_trials):
+    """Rows ``[start, start + nrows)`` of the (point, trial) stream: row ``r`` is
+    ``tx[r // n_trials]`` (a new C-contiguous array; no per-row index array)."""
+    p0, p1 = start // n_trials, (start + nrows - 1) // n_trials
+    if p0 == p1:
+        return np.repeat(tx[p0:p0 + 1], nrows, axis=0)
+    counts = np.full(p1 - p0 + 1, n_trials, np.int64)
+    counts[0] = n_trials - start % n_trials
+    counts[-1] = (start + nrows - 1) % n_trials + 1
+    return np.ascontiguousarray(np.repeat(tx[p0:p1 + 1], counts, axis=0))
+
+
+def count_labels(labels, start, n_trials, clean, y, same, correct):
+    """Add the rows ``[start, start + len(labels))`` whose label equals the clean
+    label (and ``y``) to the per-point counts."""
+    m = labels.shape[0]
+    if m == 0:
+        return
+    p0 = start // n_trials
+    point = np.arange(start, start + m, dtype=np.int64) // n_trials
+    seg = point[-1] - p0 + 1
+    same[p0:p0 + seg] += np.bincount(point[labels == clean[point]] - p0, minlength=seg)
+    if y is not None:
+        correct[p0:p0 + seg] += np.bincount(point[labels == y[point]] - p0, minlength=seg)
 
 
 def run_ranges(work, first, stop, threads):
@@ -77,25 +206,64 @@ def run_ranges(work, first, stop, threads):
         return [f.result() for f in futures]
 
 
-def run_seeded_batches(run, batches, seeds, t, n_jobs=None):
-    """Run ``run(start, nrows, default_rng(seeds[i]), same, correct)`` for every
-    ``batches[i] = (start, nrows)``; the sums of the per-point int64 counts
-    ``(same, correct)``, each of length ``t``. Threads (``n_jobs``) take
-    contiguous ranges of batches, each with its own counters: integer sums,
-    so the result does not depend on them."""
-    import numpy as np
+def run_seeded_batches(run, batches, t, n_jobs=None, progress=None, first=0, stop=None):
+    """Run ``run(start, nrows, default_rng(batches.seed(i)), same, correct)`` for
+    the batches ``i`` in ``[first, stop)`` of ``batches`` (a
+    :class:`SeededBatches`); the sums of the per-point int64 counts ``(same,
+    correct)``, each of length ``t``. Threads (``n_jobs``) take contiguous
+    ranges of batches, each with its own counters: integer sums, so the
+    result does not depend on them.
 
-    def work(a, b):
+    ``progress(rows_done)``, if given, is called in this thread between
+    batches (about every :data:`PROGRESS_EVERY` seconds with threads). An
+    exception there, Ctrl-C or an error in a batch stops every thread at its
+    next batch boundary and is raised here.
+    """
+    stop = len(batches) if stop is None else int(stop)
+    n = stop - first
+    k = max(1, min(n_threads(n_jobs), n))
+    cancel = threading.Event()
+    rows_done = [0] * k
+
+    def work(w, a, b, tick=None):
         same = np.zeros(t, np.int64)
         correct = np.zeros(t, np.int64)
         for i in range(a, b):
-            start, nrows = batches[i]
-            run(start, nrows, np.random.default_rng(seeds[i]), same, correct)
+            if cancel.is_set():
+                break
+            start, nrows = batches.bounds(i)
+            run(start, nrows, np.random.default_rng(batches.seed(i)), same, correct)
+            rows_done[w] += nrows
+            if tick is not None:
+                tick(rows_done[w])
         return same, correct
 
     same = np.zeros(t, np.int64)
     correct = np.zeros(t, np.int64)
-    for s, c in run_ranges(work, 0, len(batches), n_threads(n_jobs)):
-        same += s
-        correct += c
+    if n <= 0:
+        return same, correct
+    if k == 1:
+        s, c = work(0, first, stop, progress)
+        return same + s, correct + c
+    ranges = [(first + i * n // k, first + (i + 1) * n // k) for i in range(k)]
+    pool = ThreadPoolExecutor(max_workers=k, thread_name_prefix="firmware_sim")
+    try:
+        futures = [pool.submit(work, w, a, b) for w, (a, b) in enumerate(ranges)]
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=PROGRESS_EVERY,
+                                     return_when=FIRST_EXCEPTION)
+            for f in finished:
+                f.result()                      # a batch's error, raised here
+            if progress is not None:
+                progress(sum(rows_done))
+        for f in futures:
+            s, c = f.result()
+            same += s
+            correct += c
+    except BaseException:
+        cancel.set()                            # the threads stop at their next batch
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return same, correct

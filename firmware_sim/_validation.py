@@ -169,11 +169,30 @@ META_TYPES = {
 COMMON_META = {"dataset": "str", "classes": "labels"}
 
 
+def check_class_names(container, n_classes):
+    """The class names (``"__classes__"``): one per class of the model, when the
+    kind has classes (``n_classes`` None: SSBC without a table, any number).
+    Checked before the metadata, as the C loader does (``ec_model_open``)."""
+    names = getattr(container, "class_names", None)
+    if names is None or n_classes is None or len(names) == n_classes:
+        return
+    kind, listed = container.kind, (container.meta or {}).get("classes")
+    if isinstance(listed, list) and len(listed) == len(names):
+        _fail(kind, f"metadata key 'classes' must have {n_classes} entries; got {len(names)} "
+                    f"(and array '__classes__', written from it, as many names)")
+    _fail(kind, f"array '__classes__' must hold {n_classes} class names (one per class); got "
+                f"{len(names)}")
+
+
 def check_meta(container, schema, lengths=None, values=None):
     """Metadata keys present in ``schema`` (key -> a :data:`META_TYPES` name) have
     that type; ``lengths`` (key -> n) fixes list lengths (a tuple: any of them);
-    ``values`` (key -> v) fixes values. Other keys are free-form."""
+    ``values`` (key -> v) fixes values. Other keys are free-form.
+
+    First the class names (:func:`check_class_names`, with ``lengths["classes"]``);
+    last, ``classes`` equals them as text (``str`` of each label)."""
     kind, meta = container.kind, container.meta
+    check_class_names(container, (lengths or {}).get("classes"))
     for key, type_name in {**COMMON_META, **schema}.items():
         if key not in meta:
             continue
@@ -192,6 +211,15 @@ def check_meta(container, schema, lengths=None, values=None):
         if key in meta and meta[key] != want:
             _fail(kind, f"metadata key {key!r} must be {want!r} (as the arrays say); "
                         f"got {meta[key]!r}")
+    names = getattr(container, "class_names", None)
+    if names is not None and "classes" in meta:
+        text = [str(v) for v in meta["classes"]]
+        if text != list(names):
+            bad = next(i for i, (a, b) in enumerate(zip(text + [None] * len(names),
+                                                        list(names) + [None] * len(text)))
+                       if a != b)
+            _fail(kind, f"metadata key 'classes' must name the classes of array '__classes__' "
+                        f"(as text); they differ at class {bad}")
 
 
 # --------------------------------------------------------------------------

@@ -32,6 +32,7 @@ __all__ = [
     "DTYPES",
     "MAGIC",
     "FORMAT_VERSION",
+    "class_names_array",
 ]
 
 #: File signature (8 bytes). Like PNG's, the high byte, CR LF, ^Z and LF catch
@@ -72,6 +73,8 @@ MAX_NDIM = 4
 ALIGNMENT = 16
 MAX_TOTAL_SIZE = 2**32 - 1
 META_NAME = "__meta__"
+#: Reserved array of the class names (written from ``meta["classes"]``).
+CLASSES_NAME = "__classes__"
 
 # Header: magic, version, kind, n_arrays, total_size, crc32, header_size,
 # entry_size, reserved.
@@ -120,6 +123,10 @@ class Container:
         order, without the ``"__meta__"`` entry.
     meta : dict
         Metadata decoded from ``"__meta__"`` (empty if the file has none).
+    class_names : tuple of str or None
+        The class names of the reserved array ``"__classes__"``, in class
+        index order (None if the file has none): what ``meta["classes"]``
+        says, readable by a device without a JSON parser.
     nbytes : int
         Size of the whole container in bytes (what is stored in flash).
 
@@ -134,15 +141,16 @@ class Container:
     3
     """
 
-    __slots__ = ("kind", "version", "arrays", "meta", "nbytes", "_raw")
+    __slots__ = ("kind", "version", "arrays", "meta", "nbytes", "_raw", "class_names")
 
-    def __init__(self, kind, version, arrays, meta, nbytes, raw):
+    def __init__(self, kind, version, arrays, meta, nbytes, raw, class_names=None):
         self.kind = kind
         self.version = version
         self.arrays = MappingProxyType(arrays)
         self.meta = meta
         self.nbytes = nbytes
         self._raw = raw
+        self.class_names = class_names
 
     def tobytes(self):
         """The container exactly as stored (bytes)."""
@@ -248,6 +256,11 @@ def _coerce_array(name, a):
         if s > 0xFFFFFFFF:
             raise ContainerError(f"arrays[{name!r}] axis {axis} has length {s}; "
                                  "at most 2**32 - 1")
+    span = arr.dtype.itemsize * math.prod(s for s in arr.shape if s)
+    if span > MAX_TOTAL_SIZE:
+        raise ContainerError(f"arrays[{name!r}] has shape {arr.shape}: {arr.dtype.itemsize} * "
+                             f"the product of its non-zero dimensions is {span} bytes, above "
+                             f"the {MAX_TOTAL_SIZE} a container holds (empty arrays too)")
     # Little-endian, C order (a logical copy when the input is not).
     arr = np.asarray(arr, dtype=arr.dtype.newbyteorder("<"), order="C")
     return _DTYPE_CODES[arr.dtype.str], arr
@@ -311,6 +324,9 @@ def write_container(path, kind, arrays, meta=None):
         for k in meta:
             if not isinstance(k, str):
                 raise TypeError(f"meta keys must be str; got {k!r}")
+        names = class_names_array(meta.get("classes"))
+        if names is not None:
+            entries.append((CLASSES_NAME, _DTYPE_CODES["|u1"], names))
         try:
             text = json.dumps(meta, sort_keys=True, ensure_ascii=False, allow_nan=False,
                               separators=(",", ":"))
@@ -357,6 +373,56 @@ def write_container(path, kind, arrays, meta=None):
         with open(path, "wb") as f:
             f.write(raw)
     return raw
+
+
+def _is_label(v):
+    return isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def class_names_array(classes):
+    """The ``"__classes__"`` array of a ``meta["classes"]`` list: each label as
+    text (a string as it is, a number as Python's ``str`` writes it), UTF-8,
+    followed by one NUL byte, in class index order; None when ``classes`` is
+    not a non-empty list of labels (the kind's metadata rule refuses that).
+
+    >>> bytes(class_names_array(["cp", "im", 3])).split(b"\\0")
+    [b'cp', b'im', b'3', b'']
+    >>> class_names_array([]) is None, class_names_array("ab") is None
+    (True, True)
+    """
+    if not isinstance(classes, list) or not classes or not all(map(_is_label, classes)):
+        return None
+    parts = []
+    for i, label in enumerate(classes):
+        try:
+            text = str(label).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ContainerError(f"meta['classes'][{i}] cannot be written as UTF-8: {exc}") \
+                from None
+        if b"\0" in text:
+            raise ContainerError(f"meta['classes'][{i}] = {label!r} holds a NUL character; "
+                                 "class names are NUL-terminated in the image")
+        parts.append(text + b"\0")
+    return np.frombuffer(b"".join(parts), dtype=np.uint8)
+
+
+def _parse_class_names(arr):
+    """Rule 13 for ``"__classes__"``: 1-d uint8, at least one byte, the last one
+    NUL, valid UTF-8; the names are the NUL-terminated strings it holds."""
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise ContainerError(f"array {CLASSES_NAME!r} must be 1-dimensional uint8 "
+                             f"(NUL-terminated UTF-8 names); got {arr.dtype.name} with shape "
+                             f"{arr.shape}")
+    raw = arr.tobytes()
+    if not raw or raw[-1] != 0:
+        raise ContainerError(f"array {CLASSES_NAME!r} must end with a NUL byte (each class "
+                             f"name is NUL-terminated); got {len(raw)} bytes"
+                             + (f" ending with {raw[-1]:#04x}" if raw else ""))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContainerError(f"array {CLASSES_NAME!r} is not valid UTF-8: {exc}") from None
+    return tuple(text[:-1].split("\0"))
 
 
 # --------------------------------------------------------------------------
@@ -524,6 +590,12 @@ def read_container(source):
             raise ContainerError(f"{label}: reserved entry fields must be 0")
         shape = tuple(shape_field[:ndim])
         offset, nbytes = int(e["offset"]), int(e["nbytes"])
+        span = dtype.itemsize * math.prod(s for s in shape if s)
+        if span > MAX_TOTAL_SIZE:
+            raise ContainerError(f"{label}: shape {shape} is too large: {dtype.itemsize} * the "
+                                 f"product of its non-zero dimensions is {span} bytes, above "
+                                 f"the {MAX_TOTAL_SIZE} a container holds (an empty array "
+                                 "too: a zero dimension does not make any shape valid)")
         expected = dtype.itemsize * math.prod(shape)
         if nbytes != expected:
             raise ContainerError(f"{label}: nbytes {nbytes} inconsistent with shape {shape} "
@@ -569,9 +641,12 @@ def read_container(source):
     meta = {}
     if META_NAME in arrays:
         meta = _parse_meta(arrays.pop(META_NAME))
+    names = None
+    if CLASSES_NAME in arrays:
+        names = _parse_class_names(arrays.pop(CLASSES_NAME))
     for name in arrays:
         if name.startswith("__"):
             raise ContainerError(f"array {name!r}: unknown reserved name (names starting "
                                  f"with '__' are reserved; version {version} defines "
-                                 f"only {META_NAME!r})")
-    return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw)
+                                 f"only {META_NAME!r} and {CLASSES_NAME!r})")
+    return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw, names)

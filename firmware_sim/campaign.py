@@ -58,12 +58,14 @@ from ._kernels import _accumulate, _decode_accumulate
 from ._kernels.ecoc import _pack
 from ._kernels.campaign import _ecoc_binary_outcomes, _ecoc_symbol_outcomes, _nb_outcomes
 from ._kernels.faults import _replace_symbols
-from ._parallel import run_seeded_batches, seed_sequence
+from ._limits import check_allocation
+from ._parallel import (MAX_ROWS, SUB_ROWS, SeededBatches, Ticker, count_labels, repeat_rows,
+                        run_seeded_batches, seed_sequence)
 from .artifact import ContainerError
 from .channel import _BLOCK_BITS
 from .device import SITES, load
 from .ecoc import ECOCDevice, doubled_distances, flip_radius
-from .errors import FrameError
+from .errors import FrameError, SizeLimitError
 from .faults import BSC, Compose, Fault, _draw_seed
 from .device import SimulationResult
 from .naive_bayes import ProtectedNBDevice
@@ -288,6 +290,44 @@ def _n_trials(n_trials):
     return int(n_trials)
 
 
+def _check_rows(t, n_trials):
+    """Refuse a run whose (point, trial) rows do not fit an int64 row index.
+
+    Memory does not grow with ``n_trials``: the rows run in batches (a run
+    of 10**12 trials is merely long: it reports progress and stops on Ctrl-C).
+    """
+    if t * n_trials > MAX_ROWS:
+        raise SizeLimitError(f"n_trials={n_trials}: {t} points x {n_trials} trials = "
+                             f"{t * n_trials:.3e} (point, trial) rows, above the "
+                             f"{MAX_ROWS:.3e} that an int64 row index counts; use fewer trials")
+
+
+#: Bytes a grid value's result holds per point (``same_per_point``: a Python
+#: int in a list) and in all (the fault, its seed, the point's record).
+_POINT_BYTES, _VALUE_BYTES = 36, 4096
+
+
+def _grid_values(grid, t):
+    """``list(grid)``, its size checked first: the results of a grid value (a
+    record and a count per point) are priced against the size limit before
+    any fault is built or seed spawned (an iterator is read one value past the
+    limit at most)."""
+    import itertools
+
+    from ._limits import MAX_ALLOCATION_BYTES
+
+    per_value = _VALUE_BYTES + _POINT_BYTES * int(t)
+    try:
+        n = len(grid)
+    except TypeError:
+        grid = list(itertools.islice(iter(grid), MAX_ALLOCATION_BYTES // per_value + 1))
+        n = len(grid)
+    check_allocation(f"grid of {n:,} values", n * per_value,
+                     what=f"the campaign's results ({int(t):,} per-point counts per value)",
+                     hint="use fewer grid values or fewer points")
+    return list(grid)
+
+
 def _clean_labels(device, frames):
     labels = device.infer(frames).labels
     if labels is None:
@@ -365,7 +405,12 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     confidence : float
         Confidence level of the Wilson intervals.
     progress : callable, optional
-        Called as ``progress(k, len(grid), point)`` after each grid value.
+        Called between batches (about ten times a second at most, and at the
+        end) as ``progress(done, total, text)``: ``done`` of ``total =
+        len(grid) * t * n_trials`` (point, trial) inferences, ``text`` the
+        grid value (``"eps=0.1 (2/4)"``). It runs in the calling thread; an
+        exception it raises (``KeyboardInterrupt`` included) stops the
+        campaign, threads and Dask tasks too.
     n_jobs : int, optional
         Threads for bit faults (None: numba's thread count; -1: every CPU).
         Each batch of (point, trial) rows has its own seed, so the result is
@@ -374,7 +419,18 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
         Run the batches on the Dask cluster of this connected client
         (``Client("tcp://host:8786")``): same result as a local run
         (:mod:`firmware_sim.distributed`; needs ``pip install
-        'edgecode[distributed]'``).
+        'edgecode[distributed]'``). Ctrl-C cancels the submitted tasks.
+
+    Notes
+    -----
+    Memory does not grow with ``n_trials``: bit faults run in batches of about
+    4 Mi wire bits (``BATCH_BITS``; each with its own seed), image faults one
+    faulty image at a time, and the engine returns to Python between them
+    (progress, Ctrl-C: ``KeyboardInterrupt`` within a batch, well under a
+    second). Sizes are checked before anything is allocated: the grid's
+    results (a count per point and value) against
+    ``firmware_sim._limits.MAX_ALLOCATION_BYTES``, and points x trials
+    against an int64 row index (:class:`~firmware_sim.errors.SizeLimitError`).
 
     Returns
     -------
@@ -388,6 +444,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     ValueError
         Bad ``n_trials``, ``grid`` without ``param`` (or the reverse),
         unknown parameter, ``y`` of the wrong length.
+    SizeLimitError
+        A grid whose results would exceed the size limit, or more (point,
+        trial) rows than an int64 counts (a ``ValueError``).
 
     Examples
     --------
@@ -406,7 +465,9 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     n_trials = _n_trials(n_trials)
     if (param is None) != (grid is None):
         raise ValueError("give param and grid together (or neither for a single point)")
-    grid = [None] if param is None else list(grid)
+    n_hint = len(X) if hasattr(X, "__len__") else 1        # the points, before encode(X)
+    _check_rows(n_hint, n_trials)
+    grid = [None] if param is None else _grid_values(grid, n_hint)
     if not grid:
         raise ValueError("grid must have at least one value")
     faults = [fault if v is None else fault.with_params(**{param: v}) for v in grid]
@@ -423,6 +484,7 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
     frames = device.encode(X)
     clean = _clean_labels(device, frames)
     t = clean.shape[0]
+    _check_rows(t, n_trials)
     stream, n_sym = _stream(device, frames, site)
     if n_sym > 2 and not _symbol_fault_ok(fault):
         raise ValueError(f"{type(device).__name__} computes {n_sym}-ary symbols at site "
@@ -441,21 +503,32 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
         remote = scatter_payload(client, device, X, y, n_trials, site)
 
     points = []
+    per_value = t * n_trials
+    ticker = Ticker(progress, len(grid) * per_value)
     for k, (value, f) in enumerate(zip(grid, faults)):
         t0 = time.perf_counter()
+        text = (f"{param}={value:g}" if isinstance(value, (int, float)) and
+                not isinstance(value, bool) else f"{param}={value}") if param is not None \
+            else ""
+        text = f"{text} ({k + 1}/{len(grid)})" if len(grid) > 1 else text
+
+        def tick(rows, _base=k * per_value, _text=text):
+            ticker(_base + rows, _text)
+
         if image:
             rng = np.random.default_rng(children[k])
             same, correct, refused = _image_point(device, frames, clean, y, f, rng, n_trials,
-                                                  site)
+                                                  site, tick)
             ci_n = n_trials
         elif remote is not None:
             same, correct = bits_point_on_cluster(client, remote, f, children[k], t, width,
-                                                  n_trials, y is not None)
+                                                  n_trials, y is not None, progress=tick)
             refused, ci_n = 0, t * n_trials
         else:
             same, correct = _bits_point(device, stream, clean, y, f, children[k], n_trials,
-                                        n_sym, site, n_jobs)
+                                        n_sym, site, n_jobs, tick)
             refused, ci_n = 0, t * n_trials
+        tick(per_value)
         elapsed = time.perf_counter() - t0
         total = t * n_trials
         rate = float(same.sum()) / total
@@ -470,8 +543,6 @@ def run_campaign(device, X, fault, param=None, grid=None, n_trials=1000, random_
             trials_per_s=total / elapsed if elapsed > 0 else math.inf,
             same_per_point=same.tolist())
         points.append(pt)
-        if progress is not None:
-            progress(k + 1, len(grid), pt)
     return CampaignResult(param=param, grid=grid, n_trials=n_trials, n_points=t,
                           random_state=int(seed), site=site, confidence=float(confidence),
                           fault=fault.to_dict(), device=_device_info(device), points=points)
@@ -496,26 +567,33 @@ def _apply_wire_fault(fault, frame, rng, n_sym):
     _replace_symbols(frame, masks, n_sym, _draw_seed(rng))
 
 
+def _plan(t, n_trials, width, seed):
+    """The batches of (point, trial) rows (fixed size, so a seed gives the same
+    result on every machine and path) and their seeds: a
+    :class:`~firmware_sim._parallel.SeededBatches` (described, not listed)."""
+    return SeededBatches(t * n_trials, max(1, BATCH_BITS // max(width, 1)), seed)
+
+
 def _batches(t, n_trials, width):
-    """(first row, rows) of the batches of (point, trial) rows (fixed size, so a
-    seed gives the same result on every machine and path)."""
-    rows_total = t * n_trials
-    step = max(1, BATCH_BITS // max(width, 1))
-    for start in range(0, rows_total, step):
-        yield start, min(step, rows_total - start)
+    """(first row, rows) of the batches of (point, trial) rows, one at a time."""
+    plan = _plan(t, n_trials, width, 0)
+    for i in range(len(plan)):
+        yield plan.bounds(i)
 
 
-def _bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site="wire", n_jobs=None):
+def _bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site="wire", n_jobs=None,
+                progress=None):
     """Bit faults at one grid value: batches of (point, trial) rows of the clean
     stream ``tx`` through the fault and the rest of the device.
 
     Batch b draws its faults from ``default_rng(seed.spawn(n_batches)[b])``:
     a seed per fixed batch, never per thread, so the counts are the same for
     any ``n_jobs`` (and on a Dask cluster, :mod:`firmware_sim.distributed`).
-    Returns ``(same, correct or None)``, int64 counts per point.
+    ``progress(rows_done)`` is called between batches. Returns ``(same,
+    correct or None)``, int64 counts per point.
     """
     run = _batch_runner(device, tx, clean, y, fault, n_trials, n_sym, site)
-    return _seeded_batches(run, tx, y, seed, n_trials, n_jobs)
+    return _seeded_batches(run, tx, y, seed, n_trials, n_jobs, progress)
 
 
 def _plain_bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site="wire",
@@ -525,11 +603,10 @@ def _plain_bits_point(device, tx, clean, y, fault, seed, n_trials, n_sym=2, site
     return _seeded_batches(run, tx, y, seed, n_trials, n_jobs)
 
 
-def _seeded_batches(run, tx, y, seed, n_trials, n_jobs):
+def _seeded_batches(run, tx, y, seed, n_trials, n_jobs, progress=None):
     t, width = tx.shape
-    batches = list(_batches(t, n_trials, width))
-    seeds = seed_sequence(seed).spawn(len(batches))
-    same, correct = run_seeded_batches(run, batches, seeds, t, n_jobs)
+    plan = _plan(t, n_trials, width, seed)
+    same, correct = run_seeded_batches(run, plan, t, n_jobs, progress)
     return same, (None if y is None else correct)
 
 
@@ -553,13 +630,11 @@ def _plain_runner(device, tx, clean, y, fault, n_trials, n_sym=2, site="wire"):
     predict = _finisher(device, site)
 
     def run(start, nrows, rng, same, correct):
-        point = np.arange(start, start + nrows, dtype=np.int64) // n_trials
-        bits = tx.take(point, axis=0)
+        bits = repeat_rows(tx, start, nrows, n_trials)
         _apply_wire_fault(fault, bits, rng, n_sym)
-        labels = np.asarray(predict(bits))
-        same += np.bincount(point[labels == clean[point]], minlength=t)
-        if y is not None:
-            correct += np.bincount(point[labels == y[point]], minlength=t)
+        for a in range(0, nrows, SUB_ROWS):        # bounded temporaries for narrow rows
+            labels = np.asarray(predict(bits[a:a + SUB_ROWS]))
+            count_labels(labels, start + a, n_trials, clean, y, same, correct)
     return run
 
 
@@ -656,16 +731,19 @@ def _symbol_runner(ecoc, tx, clean, y, fault, n_trials, n_sym):
     return run
 
 
-def _image_point(device, frames, clean, y, fault, rng, n_trials, site="wire"):
+def _image_point(device, frames, clean, y, fault, rng, n_trials, site="wire", progress=None):
     """Image faults: one faulty image per trial, loaded with ``firmware_sim.load``
     and run on every point's clean frame (a Compose's bit faults then hit
-    ``site`` of that faulty device)."""
+    ``site`` of that faulty device). ``progress(rows_done)`` after each trial
+    (``t`` rows each)."""
     t = frames.shape[0]
     bit_faults = fault.bit_faults if isinstance(fault, Compose) else ()
     same = np.zeros(t, np.int64)
     correct = None if y is None else np.zeros(t, np.int64)
     refused = 0
-    for _ in range(n_trials):
+    for trial in range(n_trials):
+        if progress is not None and trial:
+            progress(trial * t)
         try:
             dev = load(fault.apply_container(device.container, rng))
         except ContainerError:
@@ -699,7 +777,8 @@ def _faulty_labels(dev, frames, bit_faults, rng, site):
     return np.asarray(dev.finish(bits), np.int64)
 
 
-def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_jobs=None):
+def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_jobs=None,
+             progress=None):
     """Run every point through a binary symmetric channel ``n_trials`` times.
 
     One engine for every model kind: ``frames = device.encode(X)``, each
@@ -727,10 +806,22 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
     n_jobs : int, optional
         Threads (None: numba's thread count; -1: every CPU); the result does
         not depend on it.
+    progress : callable, optional
+        ``progress(done, total)`` between batches (about ten times a second
+        at most, and at the end), in the calling thread: ``done`` of ``total
+        = t * n_trials`` (point, trial) inferences. An exception it raises
+        (``KeyboardInterrupt`` included) stops the run, threads too.
 
     Returns
     -------
     SimulationResult
+
+    Raises
+    ------
+    SizeLimitError
+        More (point, trial) rows than an int64 counts. Any other ``n_trials``
+        runs in batches of bounded memory (about 4 Mi wire bits each); a
+        long run reports progress and stops on Ctrl-C between batches.
 
     Examples
     --------
@@ -746,18 +837,25 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
     site = device.default_site if site is None else _check_site(site)
     if site == "wire" and type(device) is ProtectedNBDevice:
         return _simulate_nb_wire(device, X, eps, n_trials, random_state=random_state, y=y,
-                                 n_jobs=n_jobs)
+                                 n_jobs=n_jobs, progress=progress)
     n_trials = _n_trials(n_trials)
+    _check_rows(len(X) if hasattr(X, "__len__") else 1, n_trials)
     frames = device.encode(X)
     clean = _clean_labels(device, frames)
     t = clean.shape[0]
+    _check_rows(t, n_trials)
     stream, n_sym = _stream(device, frames, site)
     fault = BSC(eps)
     fault._check_width(stream.shape[1])
     if y is not None:
         y = _labels(_check_labels(y), t, "y")
-    same, correct = _bits_point(device, stream, clean, y, fault, seed_sequence(random_state),
-                                n_trials, n_sym, site, n_jobs)
+    ticker = Ticker(progress, t * n_trials)
+    root = seed_sequence(random_state)
+    same, correct = _bits_point(device, stream, clean, y, fault, root, n_trials, n_sym, site,
+                                n_jobs, ticker)
+    ticker(t * n_trials)
+    if root is random_state:         # the caller's SeedSequence moves on, as spawn moved it
+        _plan(t, n_trials, stream.shape[1], root).advance_root()
     eps_bits = np.full(stream.shape[1], fault.eps) if isinstance(fault.eps, float) \
         else np.array(fault.eps, np.float64)
     eps_bits.flags.writeable = False

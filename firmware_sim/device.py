@@ -145,11 +145,14 @@ class Device:
     #: its learner outputs; SSBC: its code bits).
     default_site = "wire"
 
-    def simulate(self, X, eps, n_trials, random_state=None, y=None, site=None):
+    def simulate(self, X, eps, n_trials, random_state=None, y=None, site=None, n_jobs=None,
+                 progress=None):
         """Every point ``n_trials`` times through a BSC at ``site``
-        (:func:`firmware_sim.simulate`)."""
+        (:func:`firmware_sim.simulate`: bounded memory, progress between
+        batches, Ctrl-C stops it)."""
         from .campaign import simulate
-        return simulate(self, X, eps, n_trials, random_state=random_state, y=y, site=site)
+        return simulate(self, X, eps, n_trials, random_state=random_state, y=y, site=site,
+                        n_jobs=n_jobs, progress=progress)
 
     # -- the contract ---------------------------------------------------------
     def encode(self, X):

@@ -40,6 +40,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from ._kernels.bits import _pack_bits
+from ._limits import check_allocation
 from ._kernels.faults import MAX_DIGITS, TABLE_BITS, _cut_rows, _gilbert_elliott_masks, \
     _xor_masks
 from .artifact import Container, read_container, write_container
@@ -69,6 +70,15 @@ _NO_STATES = np.empty(0, np.uint8)
 def _draw_seed(rng):
     """Integer seed of a kernel's splitmix64 stream, drawn from the Generator."""
     return int(rng.integers(0, 2**63 - 1))
+
+
+def _check_masks(nrows, width):
+    """Price the error masks of ``nrows`` rows of ``width`` bits (and the unpacked
+    rows some faults draw them through) before allocating them."""
+    nrows, width = int(nrows), int(width)
+    check_allocation(f"nrows={nrows:,}, width={width:,}", nrows * (width + 8 * _n_words(width)),
+                     what="the error masks", hint="draw them in batches of fewer rows (a "
+                     "campaign's batches hold about 4 Mi bits)")
 
 
 def _n_words(width):
@@ -223,6 +233,7 @@ class Fault:
         """
         if not self.additive:
             raise TypeError(f"{self.name} is not additive noise: its effect depends on the bits")
+        _check_masks(nrows, width)
         buf = np.zeros((nrows, width), np.uint8)
         self.apply_inplace(buf, rng)
         masks = np.empty((nrows, _n_words(width)), np.uint64)
@@ -234,6 +245,7 @@ class Fault:
         fault puts on ``nrows`` rows of ``width`` bits: the same random draws as
         :meth:`apply_inplace` and :meth:`error_masks` on such rows. (``scratch``
         is accepted for compatibility and unused.)"""
+        _check_masks(nrows, 8 * width)          # the rows unpacked and their positions
         masks = self.error_masks(nrows, width, rng)
         bits = np.zeros((nrows, width), np.uint8)
         _xor_masks(bits, masks)
@@ -347,6 +359,7 @@ class BSC(Fault):
     def error_masks(self, nrows, width, rng):
         if not isinstance(self.eps, float):
             return super().error_masks(nrows, width, rng)
+        _check_masks(nrows, width)
         # the row-major stream as one always-good Gilbert-Elliott row, then cut
         nbits = nrows * width
         flat = np.zeros((1, (nbits + 63) >> 6), np.uint64)
@@ -527,6 +540,7 @@ class GilbertElliott(Fault):
         _xor_masks(bits, self.error_masks(bits.shape[0], bits.shape[1], rng))
 
     def error_masks(self, nrows, width, rng):
+        _check_masks(nrows, width)
         masks = np.zeros((nrows, _n_words(width)), np.uint64)
         _gilbert_elliott(nrows, width, self.p, self.r, self.eps_good, self.eps_bad,
                          self.continuous, self._seed(rng), masks)
@@ -539,6 +553,9 @@ class GilbertElliott(Fault):
         shape = tuple(shape)
         n = math.prod(shape)
         width = shape[-1] if shape else 1
+        check_allocation(f"shape={shape}", n + 8 * (n // width if width else 0) *
+                         _n_words(width), what="the states and masks of every bit",
+                         hint="sample fewer bits at a time")
         states = np.empty(n, np.uint8)
         masks = np.zeros((n // width if width else 0, _n_words(width)), np.uint64)
         _gilbert_elliott(masks.shape[0], width, self.p, self.r, self.eps_good, self.eps_bad,
@@ -712,6 +729,7 @@ class Interleave(Fault):
         # frame order; frame position order[k] is wire bit k
         if not self.additive:
             return super().error_masks(nrows, width, rng)      # raises TypeError
+        _check_masks(nrows, 2 * width)                          # wire order and frame order
         inner = self.fault.error_masks(nrows, width, rng)
         wire = np.unpackbits(inner.astype("<u8", copy=False).view(np.uint8), axis=1,
                              count=width, bitorder="little")

@@ -33,7 +33,10 @@ import numpy as np
 from . import accounting
 from ._kernels import _accumulate, _decode_accumulate, _majority_decode
 from ._validation import check_protected_nb
-from ._parallel import run_seeded_batches, seed_sequence
+from ._limits import check_allocation
+from ._parallel import (MAX_ROWS, SUB_ROWS, SeededBatches, Ticker, count_labels, repeat_rows,
+                        run_seeded_batches)
+from .errors import SizeLimitError
 from .device import Device, Inference, SimulationResult, register_kind
 from .artifact import Container, ContainerError, read_container, write_container
 from .channel import _flip_inplace, check_bits, check_channel_eps
@@ -287,8 +290,18 @@ class ProtectedNBDevice(Device):
         -------
         ndarray of uint8, shape (t, total_bits)
             Feature-major: the copies of feature 0, then of feature 1, ...
+
+        Raises
+        ------
+        SizeLimitError
+            ``t * total_bits`` bytes above the size limit (the repetition
+            code multiplies the input: up to 131071 copies of a feature).
         """
-        return np.repeat(self._check_X(X), self.copies, axis=1)
+        X = self._check_X(X)
+        check_allocation(f"X with {X.shape[0]:,} points", X.shape[0] * self.total_bits,
+                         what=f"the transmitted bits ({self.total_bits:,} per point)",
+                         hint="transmit fewer points at a time")
+        return np.repeat(X, self.copies, axis=1)
 
     def majority_decode(self, bits):
         """Decode received bits: feature j is 1 iff at least ``r_j + 1`` of its
@@ -451,7 +464,7 @@ def _expand_eps(device, eps):
     return check_channel_eps(eps, nbits)
 
 
-def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
+def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None, progress=None):
     """Run every point through the noisy channel ``n_trials`` times.
 
     Each trial transmits the point (``device.transmit``), flips the channel
@@ -475,6 +488,11 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
     n_jobs : int, optional
         Threads (None: numba's thread count; -1: every CPU this process may
         use; k >= 1: k). The result does not depend on it.
+    progress : callable, optional
+        ``progress(done, total)`` between batches (about ten times a second
+        at most, and at the end), in the calling thread: ``done`` of ``total
+        = t * n_trials`` (point, trial) inferences. An exception it raises
+        (``KeyboardInterrupt`` included) stops the run, threads too.
 
     Returns
     -------
@@ -482,11 +500,21 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
         ``same`` (per-point count of trials with the clean label),
         ``clean_labels``, ``correct``, and rates as properties.
 
+    Raises
+    ------
+    SizeLimitError
+        More (point, trial) rows than an int64 counts; any other
+        ``n_trials`` runs in batches of bounded memory.
+
     Notes
     -----
     Trials are processed in batches of about 4 Mi channel bits; each batch
     is received bits, BSC noise drawn by geometric skipping, then one numba
-    pass that decodes and accumulates. Batch b draws its noise from
+    pass that decodes and accumulates (in pieces of ``SUB_ROWS`` rows, so
+    narrow frames keep small temporaries). Memory does not grow with
+    ``n_trials``: the batches are described, not listed, and the run returns
+    to Python between them (progress; Ctrl-C stops it within a batch).
+    Batch b draws its noise from
     ``default_rng(seed.spawn(n_batches)[b])`` (a seed per fixed batch, never
     per thread) and threads take contiguous ranges of batches with their own
     counters, so the counts are the same for any ``n_jobs``. For a single feature with r
@@ -512,6 +540,10 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
         raise ValueError(f"n_trials must be >= 1; got {n_trials}")
     eps_bits = _expand_eps(device, eps)
     t = X.shape[0]
+    if t * n_trials > MAX_ROWS:
+        raise SizeLimitError(f"n_trials={n_trials}: {t} points x {n_trials} trials = "
+                             f"{t * n_trials:.3e} (point, trial) rows, above the "
+                             f"{MAX_ROWS:.3e} that an int64 row index counts; use fewer trials")
     if y is not None:
         y = check_bits(y, name="y", ndim=1).astype(np.int64)
         if y.shape[0] != t:
@@ -520,23 +552,24 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, n_jobs=None):
     tx = device.transmit(X)
     nbits = device.total_bits
     rows_total = t * n_trials
-    step = max(1, _BATCH_BITS // nbits)
-    batches = [(start, min(step, rows_total - start)) for start in range(0, rows_total, step)]
-    seeds = seed_sequence(random_state).spawn(len(batches))
+    batches = SeededBatches(rows_total, max(1, _BATCH_BITS // nbits), random_state)
     reps, w, bias = device._reps, device._w, device.bias
 
     def run(start, nrows, rng, same, correct):
-        point = np.arange(start, start + nrows, dtype=np.int64) // n_trials
-        bits = tx.take(point, axis=0)
+        bits = repeat_rows(tx, start, nrows, n_trials)
         _flip_inplace(bits.reshape(-1), nbits, eps_bits, rng)
-        acc = np.empty(nrows, dtype=np.int64)
-        _decode_accumulate(bits, reps, w, bias, acc)
-        labels = (acc > 0).astype(np.int64)
-        same += np.bincount(point[labels == clean[point]], minlength=t)
-        if y is not None:
-            correct += np.bincount(point[labels == y[point]], minlength=t)
+        for a in range(0, nrows, SUB_ROWS):        # bounded temporaries for narrow frames
+            part = bits[a:a + SUB_ROWS]
+            acc = np.empty(part.shape[0], dtype=np.int64)
+            _decode_accumulate(part, reps, w, bias, acc)
+            count_labels((acc > 0).astype(np.int64), start + a, n_trials, clean, y, same,
+                         correct)
 
-    same, correct = run_seeded_batches(run, batches, seeds, t, n_jobs)
+    ticker = Ticker(progress, rows_total)
+    same, correct = run_seeded_batches(run, batches, t, n_jobs, ticker)
+    ticker(rows_total)
+    if batches.root is random_state:   # the caller's SeedSequence moves on, as spawn moved it
+        batches.advance_root()
     if y is None:
         correct = None
     if isinstance(eps_bits, float):

@@ -25,7 +25,9 @@ length) is *refused*, and counts as a changed label.
 
 Cost: one re-load and one inference of every point per targeted bit,
 so it is meant for the parameter arrays of small models or for chosen
-arrays (``arrays=``); ``max_bits`` guards against a long run.
+arrays (``arrays=``); ``max_bits`` guards against a long run. The loop
+returns to Python after every bit: ``progress`` is called there, and Ctrl-C
+stops it at once.
 
 Imports numpy only.
 """
@@ -34,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._limits import check_allocation
+from ._parallel import Ticker
 from .artifact import ContainerError
 from .device import load
 from .errors import FrameError
@@ -192,7 +196,9 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
     max_bits : int
         Refuse to run over more targeted bits than this.
     progress : callable, optional
-        ``progress(done, total)`` every 256 bits.
+        ``progress(done, total, "bits")`` between bits (about ten times a
+        second at most, and at the end), in the calling thread; an exception
+        it raises (``KeyboardInterrupt`` included) stops the table.
 
     Returns
     -------
@@ -203,6 +209,9 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
     ValueError
         More targeted bits than ``max_bits`` (the message gives both and
         suggests ``arrays=``), unknown array names, ``y`` of the wrong length.
+    SizeLimitError
+        The table itself (17 bytes per targeted bit) above the size limit,
+        however large ``max_bits`` is.
 
     Examples
     --------
@@ -225,6 +234,8 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
         raise ValueError(f"{n} targeted bits exceed max_bits={max_bits}: one re-load per bit; "
                          "choose the arrays to upset (arrays=, CLI --arrays; the container "
                          f"has {sorted(container.arrays)}) or raise max_bits (--max-bits)")
+    check_allocation(f"{n:,} targeted bits", 17 * n, what="the upset table (refused, same and "
+                     "correct per bit)", hint="choose the arrays to upset (arrays=, CLI --arrays)")
     if checked:
         layout = [("__image__", 0, n, "uint8")]
     else:
@@ -242,6 +253,7 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
     refused = np.zeros(n, bool)
     same = np.zeros(n, np.int64)
     correct = None if y is None else np.zeros(n, np.int64)
+    ticker = Ticker(progress, n)
     for b in range(n):
         try:
             dev = load(fault.apply_positions(container, [b]))
@@ -252,8 +264,7 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
             same[b] = int((labels == clean).sum())
             if y is not None:
                 correct[b] = int((labels == y).sum())
-        if progress is not None and (b + 1) % 256 == 0:
-            progress(b + 1, n)
+        ticker(b + 1, "bits")
     acc = None if y is None else float(np.mean(clean == y))
     return UpsetTable(arrays=layout, refused=refused, same=same, correct=correct, n_points=t,
                       clean_accuracy=acc, checked=bool(checked))

@@ -172,6 +172,26 @@ def shape_mutants(raw):
         other = np.int64 if a.dtype != np.int64 else np.int32
         yield f"cast {name} {np.dtype(other).name}", write_container(
             None, c.kind, {**c.arrays, name: a.astype(other)}, meta)
+    # an extra empty array whose other dimensions multiply past int64 (numpy
+    # cannot even make the view; both loaders refuse the shape)
+    for dims in ((2**32 - 1, 2**32 - 1), (2**16, 2**16)):
+        extra = write_container(None, c.kind, {**c.arrays, "zz_empty": np.zeros((1, 1, 0),
+                                                                              np.int8)}, meta)
+        yield f"empty zz_empty shape {dims + (0,)}", with_shape(extra, "zz_empty", dims + (0,))
+
+
+def with_shape(raw, name, shape):
+    """``raw`` with the table shape of array ``name`` replaced (same ndim; nbytes
+    and offset kept), the CRC re-stamped."""
+    buf = bytearray(raw)
+    n = int.from_bytes(raw[12:16], "little")
+    for i, e in enumerate(np.frombuffer(raw, _ENTRY, count=n, offset=HEADER_SIZE)):
+        if bytes(e["name"]).split(b"\0", 1)[0].decode("ascii") == name:
+            at = HEADER_SIZE + _ENTRY.itemsize * i + 36
+            for k, dim in enumerate(shape):
+                buf[at + 4 * k:at + 4 * k + 4] = int(dim).to_bytes(4, "little")
+            return restamp(buf)
+    raise KeyError(name)
 
 
 # ------------------------------------------------------------------- running

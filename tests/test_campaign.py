@@ -3,6 +3,7 @@
 import argparse
 import math
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -313,6 +314,50 @@ def test_cli_campaign_writes_reports(tmp_path, house_votes_device):
     with pytest.raises(ValueError, match="does not fit profile 'tiny'"):
         cli_campaign.run_campaign_cli(str(art), "bsc", {"eps": 0.1}, trials=10,
                                       profile=str(tiny))
+
+
+def test_cli_campaign_plot_without_matplotlib_fails_before_any_work(tmp_path, monkeypatch,
+                                                                    capsys, house_votes_device):
+    """One error line naming the package and its install command, exit 2, and
+    nothing run: the artifact is not even read (a missing file would say so)."""
+    from export.cli import main
+    _, dev, _ = house_votes_device
+    art = tmp_path / "hv.edgc"
+    art.write_bytes(dev.container.tobytes())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)       # import matplotlib fails
+    monkeypatch.setattr("firmware_sim.campaign.run_campaign",
+                        lambda *a, **k: pytest.fail("the campaign ran"))
+    for artifact in (art, tmp_path / "missing.edgc"):
+        assert main(["campaign", str(artifact), "--fault", "bsc", "--set", "eps=0.1",
+                     "--trials", "100000", "--plot", str(tmp_path / "c.png")]) == 2
+        cap = capsys.readouterr()
+        assert cap.out == ""
+        assert cap.err.count("\n") == 1 and cap.err.startswith("error: --plot ")
+        assert "matplotlib" in cap.err and "pip install 'edgecode[plot]'" in cap.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hv.edgc"]
+
+
+def test_cli_campaign_and_upsets_show_progress_unless_quiet(tmp_path, capsys,
+                                                            house_votes_device):
+    from export.cli import main
+    _, dev, _ = house_votes_device
+    art = tmp_path / "hv.edgc"
+    art.write_bytes(dev.container.tobytes())
+    base = ["campaign", str(art), "--fault", "bsc", "--param", "eps", "--grid", "0.05,0.1",
+            "--trials", "200", "--json", str(tmp_path / "c.json")]
+    assert main(base) == 0
+    err = capsys.readouterr().err
+    assert "campaign: 174,000/174,000 (100%) eps=0.1 (2/2)" in err and "ETA" in err
+    assert main(base + ["--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    assert main(["upsets", str(art), "--arrays", "bias", "--json", str(tmp_path / "u.json")]) \
+        == 0
+    err = capsys.readouterr().err
+    assert "upsets: 32/32 (100%) bits" in err
+    assert main(["upsets", str(art), "--arrays", "bias", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
+    # the reports were renamed into place: no temporaries left beside them
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "hv.edgc", "u.json"]
 
 
 def test_plot_campaign(tmp_path):

@@ -138,6 +138,36 @@ def test_driver_restamps_the_checksum(images):
         load_protected_nb(restamp(buf))
 
 
+def _huge_empty(shape=(2**32 - 1, 2**32 - 1, 0)):
+    """A valid container whose empty array ``e`` declares ``shape`` (CRC re-stamped)."""
+    sys.path.insert(0, str(HERE))
+    try:
+        from container_fuzz_driver import with_shape
+    finally:
+        sys.path.remove(str(HERE))
+    raw = write_container(None, "ecoc", {"e": np.zeros((1, 1, 0), np.int16),
+                                         "v": np.arange(3, dtype=np.int32)})
+    return with_shape(raw, "e", shape)
+
+
+@pytest.mark.parametrize("shape", [(2**32 - 1, 2**32 - 1, 0), (2**16, 0, 2**15),
+                                   (0, 2**32 - 1, 2)])
+def test_an_empty_array_whose_other_dimensions_overflow_is_refused(shape):
+    """Found by fuzzing: read_container raised numpy's ValueError ("cannot reshape
+    array of size 0") instead of ContainerError, and the C loader accepted it."""
+    with pytest.raises(ContainerError, match=r"array 'e': shape .* is too large: 2 \* the "
+                                             r"product of its non-zero dimensions"):
+        read_container(_huge_empty(shape))
+
+
+def test_the_largest_empty_shape_a_file_could_hold_is_accepted_and_written():
+    raw = _huge_empty((2**31 - 1, 0, 1))          # 2 * (2**31 - 1) <= 2**32 - 1
+    assert read_container(raw).arrays["e"].shape == (2**31 - 1, 0, 1)
+    # the writer refuses what the reader refuses (numpy can make this one)
+    with pytest.raises(ContainerError, match="non-zero dimensions is 4294967296 bytes"):
+        write_container(None, "ecoc", {"e": np.zeros((2**16, 2**15, 0), np.int16)})
+
+
 # ------------------------------------------------------- helpers for rules
 def _refused(loader, kind, arrays, match, meta=None):
     raw = write_container(None, kind, arrays, meta)

@@ -274,6 +274,12 @@ def test_simulate_one_signature_for_every_kind(hv_nb, iris_linear, ssbc_table):
         assert res.mean_same_rate == 1.0 and res.same.shape == (len(X),)
         noisy = firmware_sim.simulate(dev, X, 0.3, 20, random_state=0)
         assert noisy.mean_same_rate < 1.0
+        # threads and progress through the method too, the same counts
+        calls = []
+        threaded = dev.simulate(X, 0.3, 20, random_state=0, n_jobs=2,
+                                progress=lambda *c: calls.append(c))
+        assert np.array_equal(threaded.same, noisy.same)
+        assert calls[-1] == (20 * len(X), 20 * len(X))
 
 
 # ------------------------------------------------------------------ registries

@@ -162,7 +162,7 @@ def test_one_kind_build_refuses_other_kinds_and_all_kinds_opens_every_kind(tmp_p
     ecoc, _ = _model("ecoc_linear_binary")
     images = [nb.container.tobytes(), ecoc.container.tobytes()]
     info = write_firmware(images[0], tmp_path / "one", "host")
-    assert info["sources"] == ["ec_container.c", "ec_model.c", "ec_nb.c"]
+    assert info["sources"] == ["ec_container.c", "ec_model.c", "ec_quantize.c", "ec_nb.c"]
     assert not (tmp_path / "one" / "ec_ecoc.c").exists()
     b = build_firmware(tmp_path / "one", "host", probe=False)
     assert check_images(b.runner, images) == [(True, "ok"), (False, "error -9 kind")]
@@ -239,8 +239,10 @@ def _meta_range(raw):
 
 
 def _python_accepts(raw):
-    """firmware_sim's verdict on the arrays: a refusal for a metadata rule (host
-    side only; the C runtime never reads the JSON) is re-judged without it."""
+    """firmware_sim's verdict on the arrays and class names: a refusal for a
+    metadata rule (host side only; the C runtime never reads the JSON) is
+    re-judged without the metadata, the image's class names kept (the
+    container writer writes them from meta["classes"])."""
     from firmware_sim.artifact import read_container, write_container
     try:
         firmware_sim.load(raw)
@@ -249,8 +251,9 @@ def _python_accepts(raw):
         if "metadata" not in str(exc):
             return False
     c = read_container(raw)
+    names = None if c.class_names is None else {"classes": list(c.class_names)}
     try:
-        firmware_sim.load(write_container(None, c.kind, dict(c.arrays), None))
+        firmware_sim.load(write_container(None, c.kind, dict(c.arrays), names))
         return True
     except firmware_sim.ContainerError:
         return False
@@ -285,3 +288,26 @@ def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
             disagree.append(f"{label}: python {'accepts' if py_ok else 'refuses'}, C {msg}")
     assert not disagree, f"{len(disagree)} of {len(mutants)} mutants:\n" + "\n".join(disagree[:15])
     assert 0 < accepted < len(mutants)
+
+
+def test_c_loader_refuses_an_empty_array_whose_dimensions_overflow(tmp_path):
+    """Found by the fuzz corpus: an empty array declaring shape (2**32-1, 2**32-1, 0)
+    (numpy's ValueError in read_container, accepted by the C loader). Both now
+    refuse it by one rule (docs/container_format.md, rule 9): itemsize times the
+    product of the non-zero dimensions fits a container, empty arrays too."""
+    from container_fuzz_driver import with_shape
+    from firmware_sim.artifact import write_container
+
+    _need("host")
+    dev, _ = _model("nb_greedy")
+    c = dev.container
+    raw = write_container(None, c.kind, {**c.arrays, "zz_empty": np.zeros((1, 1, 0), np.int16)},
+                          c.meta)
+    write_firmware(raw, tmp_path, "host", kinds="all")
+    b = build_firmware(tmp_path, "host", opt="-O1", sanitize=True, probe=False)
+    shapes = [(2**32 - 1, 2**32 - 1, 0), (2**16, 0, 2**15), (0, 2**31, 1),
+              (2**31 - 1, 0, 1), (0, 0, 0)]
+    images = [with_shape(raw, "zz_empty", s) for s in shapes]
+    verdicts = check_images(b.runner, images)
+    assert verdicts == [(False, "error -8 table")] * 3 + [(True, "ok")] * 2, verdicts
+    assert [_python_accepts(m) for m in images] == [False] * 3 + [True] * 2

@@ -194,3 +194,39 @@ def test_a_bad_client_is_refused():
         run_campaign(dev, X[:5], BSC(0.1), n_trials=2, client=42)
     with pytest.raises(TypeError, match="not an address: connect first"):
         run_campaign(dev, X[:5], BSC(0.1), n_trials=2, client="tcp://127.0.0.1:8786")
+
+
+def test_threads_stop_at_their_next_batch_on_interrupt_or_error():
+    """A shared cancel flag: after Ctrl-C (here: progress raising) or an error in
+    one thread's batch, each thread finishes at most the batch it is in."""
+    import threading
+    import time
+
+    from firmware_sim._parallel import SeededBatches, run_seeded_batches
+
+    ran, stopped_at = [], []
+
+    def run(start, nrows, rng, same, correct):
+        ran.append(start)
+        time.sleep(0.005)
+
+    def progress(rows):
+        if len(ran) >= 6:
+            stopped_at.append(len(ran))
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_seeded_batches(run, SeededBatches(10 ** 12, 1, 0), 1, n_jobs=2, progress=progress)
+    assert len(ran) <= stopped_at[0] + 2
+
+    def failing(start, nrows, rng, same, correct):
+        ran.append(start)
+        if start == 3:
+            raise RuntimeError("batch 3 failed")
+        time.sleep(0.005)
+
+    ran.clear()
+    with pytest.raises(RuntimeError, match="batch 3 failed"):
+        run_seeded_batches(failing, SeededBatches(10 ** 12, 1, 0), 1, n_jobs=2)
+    assert len(ran) < 1000
+    assert not [t for t in threading.enumerate() if t.name.startswith("firmware_sim")]

@@ -87,3 +87,17 @@ def test_checked_upsets_are_all_refused_and_limits_are_named(house_votes):
         single_upset_table(dev, d.X, arrays=["nope"])
     with pytest.raises(ValueError, match="y must have shape"):
         single_upset_table(dev, d.X, arrays=["bias"], y=[0, 1])
+
+
+def test_table_is_priced_and_reports_progress_between_bits(house_votes, monkeypatch):
+    d, dev = house_votes
+    calls = []
+    tab = single_upset_table(dev, d.X[:50], arrays=["bias", "weights"],
+                             progress=lambda *c: calls.append(c))
+    assert calls[-1] == (tab.n_bits, tab.n_bits, "bits")
+    assert [c[0] for c in calls] == sorted({c[0] for c in calls})     # increasing, once each
+    from firmware_sim import _limits
+    from firmware_sim.errors import SizeLimitError
+    monkeypatch.setattr(_limits, "MAX_ALLOCATION_BYTES", 1000)
+    with pytest.raises(SizeLimitError, match="544 targeted bits: the upset table"):
+        single_upset_table(dev, d.X[:50], arrays=["bias", "weights"])

@@ -39,6 +39,11 @@ class BinaryDataset:
     split : ndarray of str or None
         ``"train"``/``"valid"``/``"test"`` per row where the source defines one.
     description : str
+    class_labels : ndarray of shape (2,) or None
+        The labels a model trained on these rows should predict for class 0
+        and class 1, typed as in the source (``export.data.load_binary``
+        sets them for a CSV: ``["democrat", "republican"]``, ``[3, 7]``);
+        None for the bundled sets, whose labels are the documented 0 and 1.
     """
 
     X: np.ndarray
@@ -48,6 +53,12 @@ class BinaryDataset:
     split: object = None
     description: str = ""
     name: str = field(default="")
+    class_labels: object = None
+
+    def labels(self, y=None):
+        """The labels to train on: ``class_labels[y]``, or ``y`` itself (0/1) without them."""
+        y = self.y if y is None else np.asarray(y)
+        return y if self.class_labels is None else np.asarray(self.class_labels)[y]
 
     def subset(self, part):
         """Rows of one split (``"train"``, ``"valid"`` or ``"test"``)."""
@@ -57,7 +68,8 @@ class BinaryDataset:
         if not mask.any():
             raise ValueError(f"dataset {self.name!r} has no rows in split {part!r}")
         return BinaryDataset(self.X[mask], self.y[mask], self.feature_names,
-                             self.target_names, self.split[mask], self.description, self.name)
+                             self.target_names, self.split[mask], self.description, self.name,
+                             self.class_labels)
 
 
 def _open_text(name):

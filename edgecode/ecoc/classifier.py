@@ -41,6 +41,8 @@ a binary code are packed into uint64 words and decoded by popcount; N-ary
 symbols are compared directly.  Other learners are called once per batch.
 """
 
+import sys
+import time
 import warnings
 from numbers import Integral
 
@@ -167,20 +169,25 @@ def check_code_matrix(code, n_classes=None, *, name="code", warn=True):
     return out, max(2, int(out.max()) + 1)
 
 
-def _fit_column(estimator, X, y_idx, column, measure, k, params, j):
+def _fit_column(estimator, X, y_idx, column, measure, k, params, j, pairwise=False):
     """Train the learner of one column; returns (learner, selected features or None).
 
     ``params`` (fit metadata such as ``sample_weight``) are sliced to the rows
-    the column trains on, like X.
+    the column trains on, like X. With a ``pairwise`` learner (a precomputed
+    kernel: X is samples x training samples) a ternary column trains on the
+    kernel of its rows against its rows, and the rows are returned as the
+    columns of X it reads, so prediction gives it the kernel against them.
     """
     target = column[y_idx]
     rows = np.flatnonzero(target >= 0)
+    idx = None
     if rows.size != target.shape[0]:
         params = _check_method_params(X, params, indices=rows)
-        X = X[rows]
+        X = X[rows][:, rows] if pairwise else X[rows]
         target = target[rows]
+        if pairwise:
+            idx = rows
     symbols = np.unique(target)
-    idx = None
     if measure is not None:
         idx = _fs.select_top_k(X, target, measure, k, sample_weight=params.get("sample_weight"))
         X = X[:, idx]
@@ -272,6 +279,14 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the code design and, for base learners with a ``random_state``
         left at ``None``, one derived seed per column.
+    verbose : int, default=0
+        Progress of :meth:`fit` on stderr: a line per trained column with the
+        elapsed time and an ETA (with ``n_jobs`` > 1, joblib's progress lines).
+        A pairwise base estimator (a precomputed kernel, e.g.
+        ``SVC(kernel="precomputed")``) is supported: ``fit`` takes the
+        square kernel of the training rows, ``predict`` the kernel of the
+        test rows against them, and a ternary column's learner sees only the
+        kernel of the rows it trains on.
 
     Attributes
     ----------
@@ -338,10 +353,11 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         "feature_selection": [None, tuple, list],
         "n_jobs": [None, Integral],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
     }
 
     def __init__(self, estimator, *, code="nary", n_columns=None, N=2, decoding="hamming",
-                 feature_selection=None, n_jobs=None, random_state=None):
+                 feature_selection=None, n_jobs=None, random_state=None, verbose=0):
         self.estimator = estimator
         self.code = code
         self.n_columns = n_columns
@@ -350,6 +366,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         self.feature_selection = feature_selection
         self.n_jobs = n_jobs
         self.random_state = random_state
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -358,10 +375,18 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         # NaN only reaches learners that take it (e.g. a pipeline with an imputer,
         # scikit-learn's trees); predict then uses the learners' own predict
         tags.input_tags.allow_nan = _takes_nan(self.estimator)
+        # a precomputed kernel (SVC(kernel="precomputed")): X is samples x training samples
+        tags.input_tags.pairwise = base.input_tags.pairwise
         tags.input_tags.positive_only = self._needs_positive(base)
         if base.classifier_tags is not None:   # a weak learner makes a weak ensemble
             tags.classifier_tags.poor_score = base.classifier_tags.poor_score
         return tags
+
+    def _pairwise(self):
+        try:
+            return bool(get_tags(self.estimator).input_tags.pairwise)
+        except Exception:
+            return False
 
     def _needs_positive(self, base_tags=None):
         """Non-negative X needed: the base learner says so, or chi2 selection."""
@@ -516,9 +541,32 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
             if "random_state" in params and params["random_state"] is None:
                 est.set_params(random_state=int(seeds[j]))
             learners.append(est)
-        fitted = Parallel(n_jobs=self.n_jobs)(
-            delayed(_fit_column)(learners[j], X, y_idx, code[:, j], measure, k, metadata, j)
-            for j in range(m))
+        pairwise = self._pairwise()
+        if pairwise:
+            if measure is not None:
+                raise ValueError("feature_selection cannot be combined with a pairwise base "
+                                 f"estimator ({type(self.estimator).__name__} on a precomputed "
+                                 "kernel): its columns are training samples, not features")
+            if X.shape[0] != X.shape[1]:
+                raise ValueError(f"the base estimator {type(self.estimator).__name__} is "
+                                 "pairwise (a precomputed kernel): X must be the square "
+                                 f"n_samples x n_samples kernel of the training rows; got "
+                                 f"shape {X.shape}")
+        if self.verbose and self.n_jobs in (None, 1):
+            fitted = []
+            t0 = time.perf_counter()
+            for j in range(m):     # one process: a line per column, with an ETA
+                fitted.append(_fit_column(learners[j], X, y_idx, code[:, j], measure, k,
+                                          metadata, j, pairwise))
+                el = time.perf_counter() - t0
+                print(f"[ECOCClassifier] fit column {j + 1}/{m} "
+                      f"({type(self.estimator).__name__}), {el:.1f}s elapsed, ETA "
+                      f"{el / (j + 1) * (m - j - 1):.1f}s", file=sys.stderr, flush=True)
+        else:
+            fitted = Parallel(n_jobs=self.n_jobs, verbose=self.verbose)(
+                delayed(_fit_column)(learners[j], X, y_idx, code[:, j], measure, k, metadata,
+                                     j, pairwise)
+                for j in range(m))
         # identical rows and constant columns were reported by check_code_matrix
         self.classes_ = classes
         self.code_ = code

@@ -168,6 +168,12 @@ class SSBC(BinaryHasher):
         running mean of the affinity rows) instead of 0.  The paper's codes
         are ``center=False``; sign-thresholded affinity projections are
         unbalanced (the top singular vector of positive rows has one sign).
+        On a device the uncentred codes are fragile: many projections lie
+        near 0, so fixed-point rounding flips bits (on UCI glass, 16 bits:
+        96.1% of the device's bits equal the float model's with
+        ``center=False``, 99.9% with ``center=True``), and
+        ``export.ssbc.export_ssbc`` warns below 99%. ``edgecode hash``
+        defaults to the centred codes (``--method ssbc-center``).
     rotation : None or "itq", default=None
         Our extension: centre the k-dim embedding, scale each dimension to
         unit variance, then rotate it with ITQ, both learned on the

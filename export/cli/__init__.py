@@ -39,7 +39,8 @@ def run_demo(out_dir=None, trials=2000, stream=None):
 
     ``out_dir`` keeps the artifacts (created if missing, inside an existing
     folder); without it they go to a temporary folder that is removed at the
-    end.
+    end. If the demo fails or is interrupted, nothing it wrote stays (a
+    folder it created is removed).
     """
     import shutil
 
@@ -48,24 +49,36 @@ def run_demo(out_dir=None, trials=2000, stream=None):
         raise UsageError(f"--trials must be >= 1; got {trials}")
     t0 = time.perf_counter()
     keep = out_dir is not None
+    created, before = False, set()
     if keep:
         out_dir = check_output_dir(out_dir, "--out")
+        created = not out_dir.exists()
         out_dir.mkdir(exist_ok=True)
+        before = set(out_dir.rglob("*"))
     else:
         out_dir = Path(tempfile.mkdtemp(prefix="edgecode-demo-"))
     results = {}
     from ._warmup import start as start_warmup
 
     warmup = start_warmup()     # compiles later stages' kernels on the idle core (cold cache)
+    ok = False
     try:
         for mod in COMMAND_MODULES:
             results[mod.__name__.rsplit(".", 1)[-1]] = mod.run_demo_stage(out_dir, trials=trials,
                                                                           stream=out)
+        ok = True
     finally:
         if warmup is not None and warmup.poll() is None:
             warmup.terminate()
-        if not keep:
+        if not keep or (created and not ok):
             shutil.rmtree(out_dir, ignore_errors=True)
+        elif not ok:
+            # an existing folder keeps what it had; what this run added goes
+            for p in sorted(set(out_dir.rglob("*")) - before, reverse=True):
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink(missing_ok=True)
     where = (f"artifacts in {out_dir}" if keep else
              "artifacts were written to a temporary folder, now removed (--out DIR keeps them)")
     print(f"\n{where}; demo took {time.perf_counter() - t0:.1f}s", file=out)
@@ -107,6 +120,14 @@ def _one_line(exc):
     return " ".join(str(exc).splitlines()) or type(exc).__name__
 
 
+#: Output options whose file is of one format: a name ending in another
+#: format's suffix is refused (``plan --out x.onnx`` wrote a container).
+_WRONG_SUFFIX = {"out": (".onnx", "an ONNX name; the container goes to --out (.edgc), the "
+                          "ONNX graph to --onnx"),
+                 "onnx": (".edgc", "a container name; the ONNX graph goes to --onnx (.onnx), "
+                                   "the container to --out")}
+
+
 def _check_outputs(args):
     """Every output path of the command, checked before any work is done."""
     for attr, option in OUTPUT_FILE_OPTIONS:
@@ -115,8 +136,11 @@ def _check_outputs(args):
             continue
         if getattr(args, "out_is_dir", False) and attr == "out":
             check_output_dir(value, option)
-        else:
-            check_output_file(value, option)
+            continue
+        check_output_file(value, option)
+        bad = _WRONG_SUFFIX.get(attr)
+        if bad and str(value).lower().endswith(bad[0]):
+            raise UsageError(f"{option} {value}: {bad[1]}")
 
 
 def main(argv=None):
@@ -127,7 +151,13 @@ def main(argv=None):
     """
     args = _build_parser().parse_args(argv)
     # imported after parsing: --help and argument errors need no numerical library
+    import warnings
+
     from firmware_sim.errors import ContainerError
+
+    # warnings read as the CLI's other messages: one "warning: ..." line, no source line
+    warnings.formatwarning = lambda message, category, *a, **k: \
+        f"warning: {' '.join(str(message).split())} ({category.__name__})\n"
 
     try:
         _check_outputs(args)

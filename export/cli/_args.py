@@ -53,17 +53,28 @@ def _number(text, what, conv):
     return value
 
 
+def _integer(text):
+    """An integer written as one (``200000``) or in float notation (``1e12``, ``2.0e5``)."""
+    try:
+        return int(text)
+    except ValueError:
+        v = float(text)
+        if not math.isfinite(v) or v != int(v):
+            raise ValueError(text) from None
+        return int(v)
+
+
 def positive_int(text):
-    """An int >= 1 (argparse type)."""
-    v = _number(text, "an integer >= 1", int)
+    """An int >= 1 (argparse type; ``1e6`` is read as 1000000)."""
+    v = _number(text, "an integer >= 1", _integer)
     if v < 1:
         raise argparse.ArgumentTypeError(f"must be an integer >= 1; got {text!r}")
     return v
 
 
 def nonnegative_int(text):
-    """An int >= 0 (argparse type)."""
-    v = _number(text, "an integer >= 0", int)
+    """An int >= 0 (argparse type; ``1e9`` is read as 1000000000)."""
+    v = _number(text, "an integer >= 0", _integer)
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text!r}")
     return v

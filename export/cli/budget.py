@@ -55,17 +55,23 @@ def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=Non
     """
     from export.budget import search
 
+    from export.atomic import AtomicOutputs
+
     out = stream or sys.stdout
     result = search(data, profile, eps, progress=sys.stderr if progress else None, **options)
     print(result.table(), file=out)
-    if json_path is not None:
-        result.to_json(json_path)
-        print(f"wrote {json_path}", file=out)
-    if plot_path is not None:
-        result.plot(plot_path)
-        print(f"wrote {plot_path}", file=out)
+    info = None
+    with AtomicOutputs([json_path, plot_path], dirs=[export_dir]) as tmp:
+        if json_path is not None:
+            result.to_json(tmp[json_path])
+        if plot_path is not None:
+            result.plot(tmp[plot_path])
+        if export_dir is not None:
+            info = result.export(tmp[export_dir], build=bool(options.get("build")))
+    for path in (json_path, plot_path):
+        if path is not None:
+            print(f"wrote {path}", file=out)
     if export_dir is not None:
-        info = result.export(export_dir, build=bool(options.get("build")))
         built = ""
         if "build" in info:
             b = info["build"]
@@ -90,8 +96,10 @@ def register(sub):
         "under noise against flash) and the recommended point (the most accurate under "
         "noise that fits).")
     p.add_argument("data", help="bundled set (house_votes, nltcs, dna, digits, iris, wine, "
-                   "breast_cancer) or a CSV path (numeric features, a 'class' column, optional "
+                   "breast_cancer) or a CSV path (numeric features, a label column, optional "
                    "'split' train/test)")
+    from export.data import add_data_options
+    add_data_options(p)
     p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4 or "
                    "a .json/.toml profile file")
     p.add_argument("--eps", required=True, help="fault rate in [0, 0.5): the per-bit flip "
@@ -201,7 +209,20 @@ def _cmd_budget(args):
                simulate="all" if args.simulate_all else "front",
                sim_samples=args.sim_samples, seed=args.seed, test_size=args.test_size,
                max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,
-               ram_objective=args.ram_objective)
+               ram_objective=args.ram_objective, data_options=data_options(args))
+
+
+def data_options(args):
+    """``--label``, ``--ignore``, ``--positive`` as :func:`export.data.load_table` options."""
+    from export.data import _columns
+    opts = {}
+    if getattr(args, "label", None) is not None:
+        opts["label"] = args.label
+    if getattr(args, "ignore", None):
+        opts["ignore"] = _columns("--ignore", args.ignore)
+    if getattr(args, "positive", None) is not None:
+        opts["positive"] = args.positive
+    return opts
 
 
 def _first_number(text):

@@ -31,10 +31,17 @@ and lists the arrays and bits whose upset changes labels: what to protect
 first, and what a one-upset campaign will measure, exactly::
 
     edgecode upsets hv.edgc --top 5
+
+Both show their progress on stderr (a redrawn line with an ETA on a
+terminal, a line per stage otherwise; ``--quiet`` turns it off), stop on
+Ctrl-C within a second with exit status 130, and write ``--json`` and
+``--plot`` to temporary names renamed at the end: an interrupted or failed
+run leaves no output file, nor replaces one.
 """
 
 import sys
 
+from ._args import UsageError
 from ._args import jobs as _jobs
 from ._args import nonnegative_int, open_unit, positive_int
 
@@ -86,26 +93,45 @@ def _default_params(param, grid, params):
     return params
 
 
+def _check_plot_dependency(plot_path):
+    """``--plot`` needs matplotlib: refuse before any work, naming how to install it."""
+    if plot_path is None:
+        return
+    from export.report import require_matplotlib
+    try:
+        require_matplotlib()
+    except ImportError as exc:
+        raise UsageError(f"--plot {plot_path}: {exc}") from None
+
+
 def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials=1000, seed=0,
                      dataset=None, split="test", max_points=None, confidence=0.99,
                      profile=None, json_path=None, plot_path=None, stream=None, site=None,
-                     n_jobs=None, scheduler=None):
+                     n_jobs=None, scheduler=None, quiet=False, progress_stream=None,
+                     data_options=None):
     """Load an artifact, run a campaign on dataset rows, print the table, write reports.
 
     ``n_jobs`` threads, or the batches on the Dask cluster at ``scheduler`` (a
-    scheduler address or a ``Client``): the same counts either way.
+    scheduler address or a ``Client``): the same counts either way. Progress
+    goes to ``progress_stream`` (default stderr) unless ``quiet``; the JSON
+    and PNG are written to temporary names and renamed at the end (nothing
+    is written when the run is interrupted or fails).
 
     Returns the :class:`~firmware_sim.campaign.CampaignResult` (with analytic
     predictions attached where a closed form exists).
     """
-    from export.analytics import add_analytic
+    from export.progress import Progress
     from export.report import format_campaign, plot_campaign
     from firmware_sim.campaign import run_campaign
     from firmware_sim.faults import FAULTS, make_fault
     from firmware_sim.profiles import annotate, check_fits, get_profile
 
+    from export.atomic import AtomicOutputs as _AtomicOutputs
+
     out = stream or sys.stdout
-    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
+    _check_plot_dependency(plot_path)
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points,
+                                                          data_options)
     if profile is not None:
         prof = get_profile(profile)
         check_fits(prof, device.resources(), container)
@@ -115,11 +141,16 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
         _default_params(param, grid or [None], params or {})))
     client, own = _dask_client(scheduler)
     try:
-        res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
-                           site=site, confidence=confidence, n_jobs=n_jobs, client=client)
+        with Progress("campaign", stream=progress_stream, enabled=not quiet) as progress:
+            res = run_campaign(device, X, base, param, grid, trials, random_state=seed, y=y,
+                               site=site, confidence=confidence, n_jobs=n_jobs, client=client,
+                               progress=progress)
     finally:
         if own:
             client.close()
+    # imported after the run: export.analytics brings scikit-learn, whose import and
+    # teardown would delay the start and an interrupted campaign's exit
+    from export.analytics import add_analytic
     add_analytic(res, device, X, base, param, y)
     if profile is not None:
         res.device["profile"] = annotate(device.resources(), prof)
@@ -134,12 +165,14 @@ def run_campaign_cli(artifact, fault, params=None, param=None, grid=None, trials
               f"{est['time_s'] * 1e6:.1f} us, {est['energy_pj']:.0f} pJ per inference "
               f"(operation energy only unless the profile sets an overhead)", file=out)
     print(format_campaign(res), file=out)
-    if json_path is not None:
-        res.to_json(json_path)
-        print(f"wrote {json_path}", file=out)
-    if plot_path is not None:
-        plot_campaign(res, plot_path, labels=[fault])
-        print(f"wrote {plot_path}", file=out)
+    with _AtomicOutputs([json_path, plot_path]) as tmp:
+        if json_path is not None:
+            res.to_json(tmp[json_path])
+        if plot_path is not None:
+            plot_campaign(res, tmp[plot_path], labels=[fault])
+    for path in (json_path, plot_path):
+        if path is not None:
+            print(f"wrote {path}", file=out)
     return res
 
 
@@ -159,8 +192,10 @@ def _dask_client(scheduler):
         raise ValueError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
 
 
-def _device_and_rows(artifact, dataset, split, max_points):
-    """(container, campaign device, X, y, data name) of an artifact and its data rows."""
+def _device_and_rows(artifact, dataset, split, max_points, data_options=None):
+    """(container, campaign device, X, y, data name) of an artifact and its data rows
+    (``data_options``: ``--label``, ``--ignore``, ``--positive`` over what the
+    artifact records)."""
     from export.registry import kind_rows
     from firmware_sim import load
 
@@ -172,25 +207,36 @@ def _device_and_rows(artifact, dataset, split, max_points):
     if not isinstance(dataset, (str, tuple, list)) and not hasattr(dataset, "X"):
         raise ValueError(f"the artifact's meta 'dataset' must be a name or path; got "
                          f"{dataset!r}")
-    X, y, data_name = kind_rows(container.kind)(container, dataset, split)
+    X, y, data_name = kind_rows(container.kind)(container, dataset, split,
+                                                **(data_options or {}))
     if max_points is not None:
         X, y = X[:max_points], (None if y is None else y[:max_points])
     return container, device, X, y, data_name
 
 
 def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays=None,
-                   checked=False, top=10, max_bits=1 << 14, json_path=None, stream=None):
+                   checked=False, top=10, max_bits=1 << 14, json_path=None, stream=None,
+                   quiet=False, progress_stream=None, data_options=None):
     """Flip every targeted bit of an artifact in turn; print which arrays and bits matter.
+
+    Progress goes to ``progress_stream`` (default stderr) unless ``quiet``;
+    the JSON is written to a temporary name and renamed at the end.
 
     Returns the :class:`~firmware_sim.sensitivity.UpsetTable`.
     """
     import json
 
+    from export.progress import Progress
     from firmware_sim.sensitivity import single_upset_table
 
+    from export.atomic import AtomicOutputs as _AtomicOutputs
+
     out = stream or sys.stdout
-    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points)
-    tab = single_upset_table(device, X, arrays=arrays, checked=checked, y=y, max_bits=max_bits)
+    container, device, X, y, data_name = _device_and_rows(artifact, dataset, split, max_points,
+                                                          data_options)
+    with Progress("upsets", stream=progress_stream, enabled=not quiet) as progress:
+        tab = single_upset_table(device, X, arrays=arrays, checked=checked, y=y,
+                                 max_bits=max_bits, progress=progress)
     name = artifact if isinstance(artifact, str) else "<artifact>"
     print(f"single-bit upsets of {name}: {container.kind}, {data_name} ({len(X)} points), "
           f"{tab.n_bits} bits{' of the checked image' if checked else ''}", file=out)
@@ -215,57 +261,11 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
                   "arrays": tab.per_array(), "single_upset": one,
                   "critical_bits": tab.critical_bits(top),
                   "change_rate_per_bit": tab.change_rate.tolist()}
-        with open(json_path, "w") as fh:
-            json.dump(report, fh, indent=1)
+        with _AtomicOutputs([json_path]) as tmp:
+            with open(tmp[json_path], "w") as fh:
+                json.dump(report, fh, indent=1)
         print(f"wrote {json_path}", file=out)
     return tab
-
-
-def _nb_rows(container, dataset, split):
-    """(X, y, name) for a protected naive Bayes artifact: a bundled dataset or CSV."""
-    from .naive_bayes import load_recorded
-
-    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
-    rows = data.subset(split) if (data.split is not None and split != "all") else data
-    return rows.X, rows.y, data.name
-
-
-def _multiclass_rows(container, dataset, split):
-    """(X, y as class indices or None, name) for an ECOC or SSBC artifact.
-
-    ``dataset``: a name or CSV path as ``edgecode ecoc`` / ``edgecode hash``
-    take it ("digits", ...), or an ``(X, y)`` pair. True labels are mapped
-    to the device's class indices through ``meta["classes"]``.
-    """
-    import numpy as np
-
-    if isinstance(dataset, str):
-        name = dataset[len("sklearn "):] if dataset.startswith("sklearn ") else dataset
-        if container.kind == "ecoc":
-            from export.cli.ecoc import load_table
-            X, y, sp, _ = load_table(name)
-        else:
-            from export.cli.hashing import load_points
-            X, y, sp = load_points(name)
-        if sp is not None and split != "all":
-            keep = sp == split
-            if not keep.any():
-                raise ValueError(f"dataset {name!r} has no rows in split {split!r}")
-            X, y = X[keep], (None if y is None else y[keep])
-    else:
-        X, y = dataset
-        name = "array"
-    classes = (container.meta or {}).get("classes")
-    if y is not None and classes is not None:
-        index = {str(c): i for i, c in enumerate(classes)}
-        unknown = sorted({str(v) for v in y} - set(index))
-        if unknown:
-            raise ValueError(f"labels {unknown[:5]} are not among the artifact's classes "
-                             f"{classes[:10]}")
-        y = np.array([index[str(v)] for v in y], np.int64)
-    elif classes is None:
-        y = None                               # no class names: same-rate only
-    return np.asarray(X, np.float64), y, name
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
@@ -308,6 +308,7 @@ def register(sub):
                    "dataset recorded in the artifact); ecoc/ssbc: as 'edgecode ecoc' / "
                    "'edgecode hash' take it, e.g. digits")
     c.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(c, label_help=_LABEL_HELP)
     c.add_argument("--max-points", type=positive_int, help="use at most this many points "
                    "(default: all)")
     c.add_argument("--confidence", type=open_unit, default=0.99,
@@ -315,7 +316,9 @@ def register(sub):
     c.add_argument("--profile", help="device profile (cortex-m0, cortex-m4 or a JSON/TOML "
                    "file): refuse an artifact that does not fit, report cycles and energy")
     c.add_argument("--json", dest="json_path", help="write the JSON report here")
-    c.add_argument("--plot", dest="plot_path", help="write a PNG plot here (needs matplotlib)")
+    c.add_argument("--plot", dest="plot_path", help="write a PNG plot here (needs matplotlib: "
+                   "pip install 'edgecode[plot]')")
+    c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     c.set_defaults(func=_cmd_campaign)
 
     u = sub.add_parser("upsets", help="flip every stored bit of an artifact in turn: which "
@@ -323,6 +326,7 @@ def register(sub):
     u.add_argument("artifact", help="device container (protected_nb, ecoc or ssbc)")
     u.add_argument("--data", default=None, help="inputs, as for 'edgecode campaign'")
     u.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(u, label_help=_LABEL_HELP)
     u.add_argument("--max-points", type=positive_int, help="use at most this many points "
                    "(default: all)")
     u.add_argument("--arrays", help="comma list of container arrays (default: all)")
@@ -332,7 +336,23 @@ def register(sub):
     u.add_argument("--max-bits", type=positive_int, default=1 << 14,
                    help="refuse more targeted bits than this (one re-load per bit)")
     u.add_argument("--json", dest="json_path", help="write the JSON report here")
+    u.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     u.set_defaults(func=_cmd_upsets)
+
+
+#: --label on the commands that read an artifact's rows
+_LABEL_HELP = ("label column of a --data CSV (default: the one the artifact records, else "
+               "'class')")
+
+
+def data_options(args):
+    from .budget import data_options as _opts
+    return _opts(args)
+
+
+def add_data_options(parser, **kw):
+    from export.data import add_data_options as _add
+    _add(parser, **kw)
 
 
 def _cmd_campaign(args):
@@ -343,7 +363,8 @@ def _cmd_campaign(args):
                      seed=args.seed, dataset=args.data, split=args.split,
                      max_points=args.max_points, confidence=args.confidence,
                      profile=args.profile, json_path=args.json_path, plot_path=args.plot_path,
-                     site=args.site, n_jobs=args.jobs, scheduler=args.scheduler)
+                     site=args.site, n_jobs=args.jobs, scheduler=args.scheduler,
+                     quiet=args.quiet, data_options=data_options(args))
 
 
 def _cmd_upsets(args):
@@ -353,4 +374,5 @@ def _cmd_upsets(args):
                                                 if a.strip()]
     run_upsets_cli(args.artifact, dataset=args.data, split=args.split,
                    max_points=args.max_points, arrays=arrays, checked=args.checked,
-                   top=args.top, max_bits=args.max_bits, json_path=args.json_path)
+                   top=args.top, max_bits=args.max_bits, json_path=args.json_path,
+                   quiet=args.quiet, data_options=data_options(args))

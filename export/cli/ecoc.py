@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["run_ecoc", "run_demo_stage", "register", "load_table"]
+__all__ = ["run_ecoc", "run_demo_stage", "register"]
 
 from ._args import UsageError, open_unit, positive_int
 
@@ -16,45 +16,16 @@ NARY_DESIGNS = ("nary", "nary_random")
 BUNDLED = ("digits", "iris", "wine", "breast_cancer")
 
 
-def load_table(name):
-    """(X, y, split or None, label) from a scikit-learn bundled set or a CSV path.
-
-    A CSV has a header, numeric feature columns, a ``class`` column and an
-    optional ``split`` column (``train``/``test``).
-    """
-    if name in BUNDLED:
-        from sklearn import datasets
-        d = getattr(datasets, f"load_{name}")()
-        return d.data.astype(np.float64), d.target, None, f"sklearn {name}"
-    path = Path(name)
-    if not path.exists():
-        raise ValueError(f"unknown dataset {name!r}: not a bundled set {BUNDLED} nor a CSV file")
-    import csv
-    import gzip
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="") as fh:
-        rows = list(csv.reader(fh))
-    header, body = rows[0], [r for r in rows[1:] if r]
-    if "class" not in header:
-        raise ValueError(f"{path}: CSV needs a 'class' column; got columns {header[:8]}...")
-    ci = header.index("class")
-    si = header.index("split") if "split" in header else None
-    feats = [i for i in range(len(header)) if i not in (ci, si)]
-    try:
-        X = np.array([[float(r[i]) for i in feats] for r in body])
-    except ValueError as exc:
-        raise ValueError(f"{path}: feature columns must be numeric ({exc})") from None
-    y = np.array([r[ci] for r in body])
-    split = np.array([r[si] for r in body]) if si is not None else None
-    return X, y, split, str(path)
-
-
-def _learner(name, seed):
+def _learner(name, seed, max_depth=None, min_samples_leaf=1):
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
     from sklearn.tree import DecisionTreeClassifier
     if name == "tree":
-        return DecisionTreeClassifier(random_state=seed)
+        return DecisionTreeClassifier(random_state=seed, max_depth=max_depth,
+                                      min_samples_leaf=min_samples_leaf)
+    if max_depth is not None or min_samples_leaf != 1:
+        raise UsageError(f"--max-depth and --min-samples-leaf apply to --learner tree; got "
+                         f"--learner {name}")
     if name == "logistic":
         return LogisticRegression(max_iter=2000)
     if name == "linear_svm":
@@ -64,32 +35,34 @@ def _learner(name, seed):
 
 def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding="hamming",
              test_size=0.3, eps=(0.0, 0.05, 0.1, 0.2), trials=5, out=None, onnx_out=None,
-             seed=0, stream=None, quiet=False):
-    """Train, report accuracy and code distances, export, compare runtimes, simulate noise."""
-    from sklearn.model_selection import train_test_split
+             seed=0, stream=None, quiet=False, max_depth=None, min_samples_leaf=1,
+             data_options=None, progress=False):
+    """Train, report accuracy and code distances, export, compare runtimes, simulate noise.
 
+    ``data``: a bundled set or CSV path (read by :func:`export.data.load_table`
+    with ``data_options``: ``label``, ``ignore``, ``positive``), or a
+    :class:`export.data.Table`. ``progress``: a line per trained learner on
+    stderr (with the elapsed and remaining time).
+    """
     from edgecode.ecoc import row_distance
     from edgecode.ecoc.classifier import ECOCClassifier
+    from export.data import Table, load_table, train_test
     from export.ecoc import export_ecoc
 
     stream = stream or sys.stdout
 
     def say(msg=""):
         if not quiet:
-            print(msg, file=stream)
+            print(msg, file=stream, flush=True)
 
-    X, y, split, label = load_table(data) if isinstance(data, str) else data
-    if split is not None and {"train", "test"} <= set(split):
-        Xtr, ytr, Xte, yte = X[split == "train"], y[split == "train"], X[split == "test"], \
-            y[split == "test"]
-        how = "official train/test split"
-    else:
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=test_size, random_state=seed,
-                                              stratify=y)
-        how = f"stratified {1 - test_size:.0%}/{test_size:.0%} split (seed {seed})"
+    table = data if isinstance(data, Table) else load_table(data, **(data_options or {}))
+    parts = train_test(table, test_size=test_size, seed=seed)
+    Xtr, ytr, Xte, yte, how = parts.X_train, parts.y_train, parts.X_test, parts.y_test, parts.how
+    X, label = table.X, table.name
+    est = _learner(learner, seed, max_depth, min_samples_leaf)
     t0 = time.perf_counter()
-    clf = ECOCClassifier(_learner(learner, seed), code=code, N=N, n_columns=n_columns,
-                         decoding=decoding, random_state=seed).fit(Xtr, ytr)
+    clf = ECOCClassifier(est, code=code, N=N, n_columns=n_columns, decoding=decoding,
+                         random_state=seed, verbose=10 if progress else 0).fit(Xtr, ytr)
     fit_s = time.perf_counter() - t0
     acc = clf.score(Xte, yte)
     c, m = clf.code_.shape
@@ -107,20 +80,28 @@ def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding
         say(f"decoding {decoding}: not exported (the device decodes hard learner outputs by "
             "Hamming distance; --decoding hamming exports)")
         return result
-    exp = export_ecoc(clf, Xtr, X_check=Xte, container_path=out, onnx_path=onnx_out,
-                      meta={"dataset": label, "code": str(code)})
-    result["export"] = exp
-    dev = exp.device
-    q = dev.quantize(Xte)
-    y_idx = np.searchsorted(clf.classes_, yte)
-    dev_acc = float(np.mean(dev.predict(q) == y_idx))
-    say(f"device (fixed point): accuracy {dev_acc:.4f}; " + exp.report())
+    from export.atomic import AtomicOutputs
+    from export.data import dataset_reference
+    src, opts = dataset_reference(table.source or label, table.options)
+    meta = {"dataset": src, "code": str(code), **({"dataset_options": opts} if opts else {})}
+    with AtomicOutputs([out, onnx_out]) as tmp:      # nothing is written unless all succeeds
+        exp = export_ecoc(clf, Xtr, X_check=Xte, container_path=tmp[out],
+                          onnx_path=tmp[onnx_out], meta=meta)
+        result["export"] = exp
+        dev = exp.device
+        q = dev.quantize(Xte)
+        y_idx = np.searchsorted(clf.classes_, yte)
+        dev_acc = float(np.mean(dev.predict(q) == y_idx))
+        say(f"device (fixed point): accuracy {dev_acc:.4f}; " + exp.report())
+        warning = exp.fit_warning()
+        if warning:
+            say(warning + (" (limit the trees with --max-depth)" if learner == "tree" else ""))
+        rng = np.random.default_rng(seed)
+        sim = [dev.simulate(Xte, float(e), trials, random_state=rng, y=y_idx) for e in eps]
     if out is not None:
         say(f"wrote container {out} ({len(exp.container)} bytes)")
     if onnx_out is not None:
         say(f"wrote ONNX {onnx_out}")
-    rng = np.random.default_rng(seed)
-    sim = [dev.simulate(Xte, float(e), trials, random_state=rng, y=y_idx) for e in eps]
     say("accuracy under noisy learner outputs (eps per learner, the intermediate site):")
     say("eps;accuracy;same_rate")
     for e, r in zip(eps, sim):
@@ -139,11 +120,14 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
           "SVM code ==",
           file=out)
     results = {}
-    X, y, _, _ = load_table("digits")
+    from export.data import Table, load_table
+
+    digits = load_table("digits")
+    scaled = Table(digits.X / 16.0, digits.y, None, digits.feature_names, "sklearn digits / 16")
     n_trials = max(1, int(trials) // 400)
     for tag, learner, code, N in (("tree_nary3", "tree", "nary", 3),
                                   ("svm_binary", "linear_svm", "dense_random", 2)):
-        res = run_ecoc((X / 16.0, y, None, "sklearn digits / 16"), code=code, N=N,
+        res = run_ecoc(scaled, code=code, N=N,
                        n_columns=15, learner=learner, trials=n_trials,
                        out=out_dir / f"digits_{tag}.edgc", onnx_out=out_dir / f"digits_{tag}.onnx",
                        stream=out)
@@ -177,7 +161,9 @@ def register(sub):
 
     p = sub.add_parser("ecoc", help="train an ECOC ensemble, export it, simulate noisy learners")
     p.add_argument("data", help=f"bundled set ({', '.join(BUNDLED)}) or a CSV path (numeric "
-                   "features, a 'class' column, optional 'split' train/test)")
+                   "features, a label column, optional 'split' train/test)")
+    from export.data import add_data_options
+    add_data_options(p)
     p.add_argument("--code", default="nary", choices=list(DESIGNS), metavar="DESIGN",
                    help=f"coding design: {', '.join(DESIGNS)}")
     p.add_argument("--N", type=positive_int, default=None,
@@ -190,6 +176,13 @@ def register(sub):
     p.add_argument("--decoding", default="hamming", choices=["hamming", "loss", "euclidean"],
                    help="how the classifier decodes; the device (and so --out / --onnx) "
                    "decodes by Hamming distance only")
+    p.add_argument("--max-depth", type=positive_int, default=None,
+                   help="depth limit of every tree learner (default: none; the size of an "
+                   "unlimited tree grows with the data: the command says when the model is "
+                   "too large for the built-in device profiles)")
+    p.add_argument("--min-samples-leaf", type=positive_int, default=1,
+                   help="fewest training rows in a tree leaf")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--test-size", type=open_unit, default=0.3,
                    help="fraction of rows held out (when the data has no split)")
     p.add_argument("--eps", default="0,0.05,0.1,0.2",
@@ -215,6 +208,9 @@ def _cmd_ecoc(args):
                          "hard learner outputs by Hamming distance; use --decoding hamming "
                          "with --out / --onnx")
     N = args.N if args.N is not None else (3 if args.code in NARY_DESIGNS else 2)
+    from .budget import data_options
     run_ecoc(args.data, code=args.code, N=N, n_columns=args.n_columns,
              learner=args.learner, decoding=args.decoding, test_size=args.test_size, eps=eps,
-             trials=args.trials, out=args.out, onnx_out=args.onnx, seed=args.seed)
+             trials=args.trials, out=args.out, onnx_out=args.onnx, seed=args.seed,
+             max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf,
+             data_options=data_options(args), progress=not args.quiet)

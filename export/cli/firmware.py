@@ -11,98 +11,195 @@ and prints the real flash and RAM of the smallest firmware that opens the
 image and runs one inference, beside ``firmware_sim``'s profile estimate.
 ``--check`` runs the built runner (on the host, or under ``qemu-system-arm``
 for cortex-m3/cortex-m4) on frames of the artifact's dataset and compares
-labels and decision integers with ``firmware_sim``, frame for frame.
+labels and decision integers with ``firmware_sim``, frame for frame. The
+output folder is written under a temporary name and renamed at the end
+(an error or Ctrl-C leaves it as it was); a build over the target's part
+(``--profile``) is an error unless ``--allow-oversize``. ``docs/firmware.md``
+has the details.
 """
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
-from ._args import positive_int
+from ._args import UsageError, nonnegative_int, positive_int
 
 __all__ = ["run_firmware_cli", "run_demo_stage", "register"]
 
 
 def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
-                     dataset=None, split="test", max_points=500, stream=None):
+                     dataset=None, split="test", max_points=500, random_frames=None,
+                     allow_oversize=False, profile=None, stream=None, err_stream=None,
+                     data_options=None):
     """Write the firmware; optionally build it, measure it and check it against
-    ``firmware_sim``. Returns a dict with what was done and measured."""
-    from export.firmware import build_firmware, decision_integers, run_firmware, \
-        toolchain_missing, write_firmware
+    ``firmware_sim``. Returns a dict with what was done and measured.
+
+    Everything is written under a temporary folder next to ``out_dir`` and
+    moved into place at the end (:class:`export.atomic.AtomicOutputs`): an
+    error, a mismatch, an oversize build or Ctrl-C leaves ``out_dir`` as it
+    was. Up front, before anything is
+    written: the artifact is validated, the toolchain looked for and (with
+    ``check``) the frames made from the dataset (``dataset``, else the one
+    the artifact records; a dataset that cannot be read is an error unless
+    ``random_frames`` is given, then only random frames are checked, and the
+    output says so). A build whose flash or RAM exceeds the target's part
+    (``profile``, default the target's built-in profile) is an error unless
+    ``allow_oversize`` (then a warning line on ``err_stream``); without a
+    build, the profile's estimate over the part is a warning line.
+    """
+    from export.atomic import AtomicOutputs
+    from export.firmware import build_firmware, decision_integers, oversize, \
+        remove_stale_sources, run_firmware, target_profile, toolchain_missing, write_firmware
     from firmware_sim import load
-    from firmware_sim.profiles import get_profile
 
     out = stream or sys.stdout
-    info = write_firmware(artifact, out_dir, target)
+    err = err_stream or sys.stderr
+    build = build or check
     device = load(Path(artifact) if isinstance(artifact, str) else artifact)
-    print(f"wrote {len(info['files'])} files to {info['dir']} ({info['kind']}, target "
-          f"{info['target']}): frames of {info['frame_width']} int16 values, "
-          f"{info['decision_len']} decision integers per frame", file=out)
-    result = {"write": info}
-    if not (build or check):
-        return result
-    missing = toolchain_missing(target)
-    if missing:
-        raise ValueError(f"cannot build for {target}: {missing}")
-    b = build_firmware(info["dir"], target)
-    result["build"] = b
-    res = device.resources()
-    from export.firmware import TARGETS
-    prof_name = TARGETS[target].profile
-    est = ""
-    if prof_name is not None:
-        prof = get_profile(prof_name)
-        rt_flash, rt_ram = prof.runtime_bytes(device.container.kind)
-        est = (f"; firmware_sim profile {prof.name} estimate: flash "
-               f"{res['flash_bytes'] + rt_flash} B (image {res['flash_bytes']} + runtime "
-               f"{rt_flash}), RAM {res['ram_bytes'] + rt_ram} B (model {res['ram_bytes']} + "
-               f"runtime stack {rt_ram})")
-    print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
-          f"inference): flash {b.flash_bytes} B (text + rodata + data, image "
-          f"{device.container.nbytes} B included), RAM {b.ram_bytes} B (data + bss "
-          f"{b.ram_bytes - b.stack_bytes} B, worst-case stack {b.stack_bytes} B){est}",
-          file=out)
+    kind = device.container.kind
+    prof = target_profile(target, profile)
+    if build:
+        missing = toolchain_missing(target, run=check)
+        if missing:
+            raise UsageError(f"cannot {'run' if check else 'build'} for {target}: {missing}")
+    frames = None
     if check:
-        why = toolchain_missing(target, run=True)
-        if why:
-            raise ValueError(f"cannot run {target}: {why}")
-        frames = _check_frames(device, artifact, dataset, split, max_points)
-        labels, dec = run_firmware(info["dir"], frames, target)
-        ref_l, ref_d = decision_integers(device, frames)
-        same = bool(np.array_equal(labels, ref_l) and np.array_equal(dec, ref_d))
-        bad = int(np.sum((labels != ref_l) | np.any(dec != ref_d, axis=1)))
-        print(f"checked {len(frames)} frames on {target}: labels and decision integers "
-              f"{'equal' if same else 'DIFFER on ' + str(bad)} firmware_sim's", file=out)
-        result["check"] = {"frames": len(frames), "equal": same, "mismatches": bad}
-        if not same:
-            raise ValueError(f"firmware and firmware_sim disagree on {bad} of {len(frames)} "
-                             "frames")
+        frames, what = _check_frames(device, dataset, split, max_points, random_frames, err,
+                                     data_options)
+    dest = Path(out_dir)
+    result = {}
+    res = device.resources()
+    with AtomicOutputs(dirs=[dest]) as outputs:
+        tmp = outputs[dest]
+        info = write_firmware(artifact, tmp, target, atomic=False)
+        info["dir"] = str(dest)
+        result["write"] = info
+        print(f"firmware for {dest} ({kind}, target {info['target']}): {len(info['files'])} "
+              f"files, frames of {info['frame_width']} int16 values, {info['decision_len']} "
+              "decision integers per frame", file=out)
+        est = ""
+        if prof is not None:
+            rt_flash, rt_ram = prof.runtime_bytes(kind)
+            est_flash, est_ram = res["flash_bytes"] + rt_flash, res["ram_bytes"] + rt_ram
+            est = (f"; firmware_sim profile {prof.name} estimate: flash {est_flash} B (image "
+                   f"{res['flash_bytes']} + runtime {rt_flash}), RAM {est_ram} B (model "
+                   f"{res['ram_bytes']} + runtime stack {rt_ram})")
+        if not build:
+            big = prof is not None and oversize(prof, est_flash, est_ram, measured=False)
+            if big:
+                result["oversize"] = big
+                print(f"warning: {target}: this model does not fit the part: {big}; "
+                      "--build measures it (and refuses it unless --allow-oversize)", file=err)
+        else:
+            b = build_firmware(tmp, target)
+            result["build"] = b
+            print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
+                  f"inference): flash {b.flash_bytes} B (text + rodata + data, image "
+                  f"{device.container.nbytes} B included), RAM {b.ram_bytes} B (data + bss "
+                  f"{b.ram_bytes - b.stack_bytes} B, worst-case stack {b.stack_bytes} B){est}",
+                  file=out)
+            big = oversize(prof, b.flash_bytes, b.ram_bytes)
+            if big:
+                result["oversize"] = big
+                if not allow_oversize:
+                    raise UsageError(
+                        f"{target}: the built firmware does not fit the part: {big}; nothing "
+                        f"was written to {dest}. Shrink the model, name your part with "
+                        "--profile NAME|FILE, or pass --allow-oversize to keep it anyway")
+                print(f"warning: {target}: the built firmware does not fit the part: {big} "
+                      "(kept: --allow-oversize)", file=err)
+        if check:
+            labels, dec = run_firmware(tmp, frames, target)
+            ref_l, ref_d = decision_integers(device, frames)
+            same = bool(np.array_equal(labels, ref_l) and np.array_equal(dec, ref_d))
+            bad = int(np.sum((labels != ref_l) | np.any(dec != ref_d, axis=1)))
+            print(f"checked {len(frames)} frames on {target} ({what}): labels and decision "
+                  f"integers {'equal' if same else 'DIFFER on ' + str(bad)} firmware_sim's",
+                  file=out)
+            result["check"] = {"frames": len(frames), "equal": same, "mismatches": bad,
+                               "what": what}
+            if not same:
+                raise ValueError(f"firmware and firmware_sim disagree on {bad} of "
+                                 f"{len(frames)} frames; nothing was written to {dest}")
+    remove_stale_sources(dest, info["sources"])
+    print(f"wrote {len(info['files'])} files to {dest}", file=out)
     return result
 
 
-def _check_frames(device, artifact, dataset, split, max_points):
-    """Frames to check: the artifact's dataset rows through ``encode`` when the
-    data is at hand, plus random frames (noisy bits or extreme int16 values)."""
+def _random_frames(device, n, rng):
+    from firmware_sim._limits import check_allocation
+
+    w = device.frame_width
+    # priced before it is made: every frame also travels as a line of text
+    check_allocation(f"--random-frames {n}", 8 * n * w, what="the random frames (as int64)",
+                     hint="check fewer random frames")
+    if device.frame_dtype == np.uint8:
+        return rng.integers(0, 2, (n, w)).astype(np.uint8)
+    rand = rng.integers(-32768, 32768, (n, w)).astype(np.int16)
+    rand[:2] = np.array([-32768, 32767], np.int16)[:n, None]     # the extremes
+    return rand
+
+
+def _check_frames(device, dataset, split, max_points, random_frames, err, data_options=None):
+    """``(frames, what)`` to check: the dataset's rows through ``encode`` (``dataset``,
+    else the one the artifact records), then random frames (noisy bits, or int16
+    values with the extremes): 100 unless ``random_frames`` says how many. Data
+    that cannot be read is a usage error naming it, unless ``random_frames`` was
+    given for an artifact whose recorded data is missing: then only random
+    frames are checked, and a line on ``err`` says so."""
     from export.registry import kind_rows
 
     rng = np.random.default_rng(0)
-    parts = []
-    data = dataset or (device.container.meta or {}).get("dataset")
-    if data is not None:
-        try:
-            X, _, _ = kind_rows(device.container.kind)(device.container, data, split)
-            parts.append(device.encode(np.asarray(X)[:max_points]))
-        except (ValueError, FileNotFoundError, KeyError):
-            pass
-    w = device.frame_width
-    if device.frame_dtype == np.uint8:
-        parts.append(rng.integers(0, 2, (100, w)).astype(np.uint8))
+    recorded = (device.container.meta or {}).get("dataset")
+    data = dataset if dataset is not None else recorded
+    parts, what = [], []
+    hint = ("pass --data DATA with the rows to check (a bundled dataset name or a CSV path, "
+            "as the other commands take them), or --random-frames N to check N random "
+            "frames only")
+    if data is None:
+        if random_frames is None:
+            raise UsageError(f"--check needs frames to compare: the artifact records no "
+                             f"dataset; {hint}")
+        print("note: the artifact records no dataset: checking random frames only "
+              "(--random-frames)", file=err)
     else:
-        rand = rng.integers(-32768, 32768, (100, w)).astype(np.int16)
-        rand[0], rand[1] = -32768, 32767
-        parts.append(rand)
-    return np.vstack([p.astype(np.int64) for p in parts])
+        source = "--data" if dataset is not None else "the dataset the artifact records,"
+        # the frames need the features only: the rows are read without the
+        # artifact's class names, so rows whose labels the model never saw (an
+        # SSBC table without some class) are checked too
+        c = device.container
+        unlabelled = SimpleNamespace(kind=c.kind, arrays=c.arrays, nbytes=c.nbytes,
+                                     meta={k: v for k, v in (c.meta or {}).items()
+                                           if k != "classes"})
+        try:
+            X, _, name = kind_rows(c.kind)(unlabelled, data, split, **(data_options or {}))
+            X = np.asarray(X)
+            if X.shape[0] == 0:
+                raise ValueError(f"no rows in split {split!r}")
+            rows = device.encode(X[:max_points])
+        except (ValueError, TypeError, FileNotFoundError, KeyError, OSError) as exc:
+            why = " ".join(str(exc).splitlines()) or type(exc).__name__
+            if dataset is not None or random_frames is None:
+                raise UsageError(f"--check cannot use {source} {str(data)!r}: {why}; "
+                                 f"{hint}") from None
+            print(f"note: {source} {str(data)!r}, cannot be used ({why}): checking random "
+                  "frames only (--random-frames)", file=err)
+        else:
+            parts.append(rows)
+            what.append(f"{len(rows)} rows of {name}")
+    n_random = 100 if random_frames is None else int(random_frames)
+    if n_random:
+        parts.append(_random_frames(device, n_random, rng))
+        what.append(f"{n_random} random frames" + ("" if device.frame_dtype == np.uint8
+                                                   else ", int16 extremes included"))
+    if not parts:
+        raise UsageError(f"--check has nothing to compare: no dataset rows and "
+                         f"--random-frames 0; {hint}")
+    # frames of the device's own dtype (uint8 bits or int16 features): the
+    # device refuses any other, int64 included
+    return np.vstack([np.asarray(p, device.frame_dtype) for p in parts]), " + ".join(what)
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
@@ -141,9 +238,29 @@ def register(sub):
                    "commands take it (default: the one recorded in the artifact)")
     f.add_argument("--split", default="test", help="rows for --check when the data has a "
                    "split")
+    from export.data import add_data_options
+    add_data_options(f, label_help="label column of a --data CSV (default: the one the "
+                     "artifact records, else 'class')")
     f.add_argument("--max-points", type=positive_int, default=500,
-                   help="dataset rows checked (plus 100 random frames)")
-    f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(a.artifact, a.out, a.target,
-                                                   build=a.build or a.check, check=a.check,
-                                                   dataset=a.data, split=a.split,
-                                                   max_points=a.max_points))
+                   help="dataset rows checked")
+    f.add_argument("--random-frames", type=nonnegative_int, default=None, metavar="N",
+                   help="random frames checked after the dataset rows (int16 extremes "
+                   "included; default 100). Given explicitly, it also lets --check run on "
+                   "random frames only when the artifact's recorded dataset cannot be found "
+                   "(without it, that is an error asking for --data)")
+    f.add_argument("--profile", default=None, metavar="NAME|FILE",
+                   help="the part to fit: a built-in profile or a JSON/TOML profile file "
+                   "(default: the target's profile: cortex-m0 for cortex-m0plus and "
+                   "cortex-m3, cortex-m4 for cortex-m4; none for host)")
+    f.add_argument("--allow-oversize", action="store_true",
+                   help="keep a build whose flash or RAM exceeds the part (a warning instead "
+                   "of an error)")
+    f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(
+        a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
+        split=a.split, max_points=a.max_points, random_frames=a.random_frames,
+        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a)))
+
+
+def _data_options(args):
+    from .budget import data_options
+    return data_options(args)

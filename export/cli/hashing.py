@@ -1,48 +1,17 @@
 """``edgecode hash``: binary codes (SSBC or a baseline) on the command line, and the
 SSBC stage of ``edgecode demo``."""
 
-import csv
-import gzip
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ._args import UsageError, positive_int
+from ._args import UsageError, open_unit, positive_int
 
-__all__ = ["run_hash", "run_demo_stage", "register", "load_points"]
+__all__ = ["run_hash", "run_demo_stage", "register"]
 
 METHODS = ("ssbc", "ssbc-center", "ssbc-itq", "lsh", "pca-sign", "itq", "sh")
-
-
-def load_points(source):
-    """(X, y, split) of ``"digits"`` (scikit-learn's bundled 8x8 digits, no split)
-    or a CSV/CSV.gz with numeric feature columns and optional ``class`` and
-    ``split`` columns (header row required)."""
-    if source == "digits":
-        from sklearn.datasets import load_digits
-        d = load_digits()
-        return d.data.astype(np.float64), d.target, None
-    path = Path(source)
-    if not path.exists():
-        raise FileNotFoundError(f"data {source!r} is neither 'digits' nor an existing CSV file")
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="") as fh:
-        rows = list(csv.reader(fh))
-    if len(rows) < 3:
-        raise ValueError(f"{source}: needs a header row and at least 2 data rows")
-    header, rows = rows[0], rows[1:]
-    ci = header.index("class") if "class" in header else None
-    si = header.index("split") if "split" in header else None
-    feats = [i for i in range(len(header)) if i not in (ci, si)]
-    try:
-        X = np.array([[float(r[i]) for i in feats] for r in rows])
-    except ValueError as exc:
-        raise ValueError(f"{source}: feature columns must be numeric ({exc})") from None
-    y = np.array([r[ci] for r in rows]) if ci is not None else None
-    split = np.array([r[si] for r in rows]) if si is not None else None
-    return X, y, split
 
 
 def _make(method, bits, anchors, sketch, sigma, sigma_scale, mode, seed):
@@ -74,25 +43,30 @@ def _knn_accuracy(db_bits, y_db, q_bits, y_q, k):
 
 def run_hash(data, method="ssbc-center", bits=32, anchors=256, sketch=64, sigma="auto",
              sigma_scale=1.0, mode="streaming", knn=5, R=100, out=None, onnx_out=None, seed=0,
-             stream=None, quiet=False):
+             stream=None, quiet=False, test_size=0.2, data_options=None):
     """Fit codes on the database rows, report retrieval metrics on the queries,
     optionally export (SSBC only).  Database/queries: the ``train``/``test``
-    split when the data has one, else the first 80 % / the rest.
+    split when the data has one, else ``test_size`` of the rows held out
+    (stratified by label when there is one, seeded): the rules of every
+    command (:func:`export.data.train_test`).
 
-    Returns a dict with the model, metrics and the export (if any).
+    ``data``: a bundled set or CSV path (:func:`export.data.load_table`
+    with ``data_options``; the label column is optional here) or a
+    :class:`export.data.Table`.
+
+    Returns a dict with the model, metrics, the query rows and the export (if any).
     """
     from edgecode.hashing import SignRandomProjection, retrieval_metrics, true_neighbors
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=stream or sys.stdout))
-    X, y, split = load_points(data) if isinstance(data, str) else data
-    if split is not None:
-        db_mask, q_mask = split == "train", split == "test"
-        if not db_mask.any() or not q_mask.any():
-            raise ValueError("the split column needs both 'train' and 'test' rows")
-    else:
-        cut = int(0.8 * len(X))
-        db_mask = np.arange(len(X)) < cut
-        q_mask = ~db_mask
-    Xdb, Xq = X[db_mask], X[q_mask]
+    from export.atomic import AtomicOutputs
+    from export.data import Table, dataset_reference, load_table, train_test
+
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=stream or sys.stdout,
+                                                            flush=True))
+    table = data if isinstance(data, Table) else \
+        load_table(data, require_label=False, **(data_options or {}))
+    parts = train_test(table, test_size=test_size, seed=seed)
+    Xdb, Xq, y_db, y_q = parts.X_train, parts.X_test, parts.y_train, parts.y_test
+    y = table.y
     t0 = time.perf_counter()
     model = _make(method, bits, anchors, sketch, sigma, sigma_scale, mode, seed)
     if mode == "online" and method.startswith("ssbc"):
@@ -115,23 +89,30 @@ def run_hash(data, method="ssbc-center", bits=32, anchors=256, sketch=64, sigma=
             f"sigma={model.sigma_:.4g}, mode={model.mode}")
     say(f"  recall@{R} of the true 10-NN {res['recall']:.4f}, precision@{R} "
         f"{res['precision']:.4f}, mAP {res['map']:.4f} (LSH mAP {lsh_ap:.4f})")
+    res.update(X_query=Xq, y_query=y_q, split=parts.how)
     if y is not None:
-        res["knn_accuracy"] = _knn_accuracy(cdb, y[db_mask], cq, y[q_mask], knn)
+        res["knn_accuracy"] = _knn_accuracy(cdb, y_db, cq, y_q, knn)
         say(f"  {knn}-NN classification accuracy from the codes: {res['knn_accuracy']:.4f}")
     if out is not None or onnx_out is not None:
         if not method.startswith("ssbc"):
             raise ValueError(f"export is for SSBC models; method {method!r} cannot be exported")
         from export.ssbc import export_ssbc
         from firmware_sim.ssbc import load_ssbc
-        ex = export_ssbc(model, container_path=out, onnx_path=onnx_out,
-                         X_table=Xdb if y is not None else None,
-                         y_table=y[db_mask] if y is not None else None, knn_k=knn, X_check=Xq,
-                         meta={"dataset": str(data) if isinstance(data, str) else "array"})
+        src, opts = dataset_reference(table.source or table.name, table.options)
+        meta = {"dataset": src or "array", **({"dataset_options": opts} if opts else {})}
+        with AtomicOutputs([out, onnx_out]) as tmp:
+            ex = export_ssbc(model, container_path=tmp[out], onnx_path=tmp[onnx_out],
+                             X_table=Xdb if y is not None else None,
+                             y_table=y_db if y is not None else None, knn_k=knn, X_check=Xq,
+                             meta=meta)
         res["export"] = ex
         say(f"  export: {ex.report()}")
+        warning = ex.fit_warning()
+        if warning:
+            say("  " + warning + " (fewer --anchors or --bits, or a smaller table)")
         if y is not None:
             dev = load_ssbc(ex.container)
-            acc = float((ex.classes[dev.predict(Xq)] == y[q_mask]).mean())
+            acc = float((ex.classes[dev.predict(Xq)] == y_q).mean())
             res["device_knn_accuracy"] = acc
             say(f"  device (fixed-point) {knn}-NN accuracy: {acc:.4f}")
         for p in (out, onnx_out):
@@ -152,8 +133,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     res = run_hash("digits", method="ssbc-center", bits=32, anchors=256, sketch=64,
                    out=out_dir / "digits_ssbc.edgc", onnx_out=out_dir / "digits_ssbc.onnx",
                    stream=out)
-    X, y, _ = load_points("digits")
-    Xq = X[int(0.8 * len(X)):]
+    Xq, yq = res["X_query"], res["y_query"]
     dev = load_ssbc(out_dir / "digits_ssbc.edgc")
     sess = ort.InferenceSession(str(out_dir / "digits_ssbc.onnx"),
                                 providers=["CPUExecutionProvider"])
@@ -163,7 +143,6 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
                  and np.array_equal(label, classes[dev.predict(Xq)]))
     print(f"onnxruntime bits and labels == device runtime's on all {len(Xq)} queries: {agree}",
           file=out)
-    yq = y[int(0.8 * len(X)):]
     reps = max(1, min(int(trials) // 200, 10))
     for eps in (0.01, 0.05, 0.1):
         accs = [float((classes[dev.predict_noisy(Xq, eps, eps, random_state=r)] == yq).mean())
@@ -180,8 +159,14 @@ def register(sub):
     """Add the ``hash`` sub-command to ``sub`` (argparse subparsers)."""
     p = sub.add_parser("hash", help="binary codes (SSBC or a baseline): retrieval metrics, "
                        "export")
-    p.add_argument("data", help="'digits' (scikit-learn's bundled digits) or a CSV path "
-                   "(numeric features, optional 'class' and 'split' train/test columns)")
+    p.add_argument("data", help="a bundled set (digits, iris, wine, breast_cancer) or a CSV "
+                   "path (numeric features, an optional label column and 'split' train/test "
+                   "columns)")
+    from export.data import add_data_options
+    add_data_options(p, positive=False, label_help="label column of a CSV, optional here "
+                     "(default: 'class' if there is one; without labels no k-NN accuracy)")
+    p.add_argument("--test-size", type=open_unit, default=0.2,
+                   help="fraction of rows held out as queries (when the data has no split)")
     p.add_argument("--method", default="ssbc-center", choices=METHODS,
                    help="ssbc (streaming spectral binary codes), ssbc-center (on centred "
                    "data), ssbc-itq (with an ITQ rotation), or a baseline: lsh (sign random "
@@ -207,6 +192,7 @@ def register(sub):
 
 
 def _cmd_hash(args):
+    from .budget import data_options
     sigma = args.sigma
     if sigma != "auto":
         try:
@@ -222,4 +208,5 @@ def _cmd_hash(args):
                          "an SSBC method (ssbc, ssbc-center, ssbc-itq)")
     run_hash(args.data, method=args.method, bits=args.bits, anchors=args.anchors,
              sketch=args.sketch, sigma=sigma, sigma_scale=args.sigma_scale, mode=args.mode,
-             knn=args.knn, R=args.recall_at, out=args.out, onnx_out=args.onnx, seed=args.seed)
+             knn=args.knn, R=args.recall_at, out=args.out, onnx_out=args.onnx, seed=args.seed,
+             test_size=args.test_size, data_options=data_options(args))

@@ -1,7 +1,7 @@
 """``edgecode plan`` and ``edgecode simulate``: protected naive Bayes on the command line."""
 
+import argparse
 import json
-import os
 import sys
 import time
 import warnings
@@ -16,19 +16,11 @@ __all__ = ["run_plan", "run_simulate", "run_demo_stage", "register", "load_recor
 
 def load_recorded(spec, container=None):
     """A binary dataset by bundled name or CSV path; when ``spec`` is the
-    dataset the artifact records, with the CSV options it records too
-    (``--target``, ``--positive``, ``--ignore`` of ``edgecode plan``)."""
-    from edgecode import datasets
+    dataset the artifact records, with the data options it records too
+    (``--label``, ``--positive``, ``--ignore``): :func:`export.data.load_recorded`."""
+    from export.data import load_recorded as _load
 
-    meta = getattr(container, "meta", None) or {}
-    opts = {}
-    if meta.get("dataset_options") and str(spec) == str(meta.get("dataset")):
-        try:
-            opts = dict(json.loads(meta["dataset_options"]))
-        except (TypeError, ValueError):
-            raise UsageError("the artifact's meta 'dataset_options' is not a JSON object; "
-                             "pass --data") from None
-    return datasets.load(spec, **opts)
+    return _load(container, spec, binary=True)
 
 
 def _plan_progress(names, stream=None, quiet=False, tty=None, every=10.0):
@@ -166,38 +158,7 @@ def _write_plan(path, plan, names, meta):
             w.writerows(rows)
 
 
-class _AtomicOutputs:
-    """Temporary files beside each output; renamed into place only when all succeed.
-
-    On any exception, Ctrl-C included, the temporaries are removed and no
-    output file is created or replaced.
-    """
-
-    def __init__(self, paths):
-        self.paths = [Path(p) for p in paths if p is not None]
-        self.tmp = {}
-
-    def __enter__(self):
-        for p in self.paths:
-            if not p.parent.exists():
-                raise FileNotFoundError(f"cannot write {p}: no directory {p.parent}")
-            self.tmp[p] = p.with_name(f".{p.name}.{os.getpid()}.partial{p.suffix}")
-        return self
-
-    def __getitem__(self, path):
-        return None if path is None else self.tmp[Path(path)]
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            for p, t in self.tmp.items():
-                os.replace(t, p)
-        else:
-            for t in self.tmp.values():
-                try:
-                    t.unlink()
-                except FileNotFoundError:
-                    pass
-        return False
+from export.atomic import AtomicOutputs as _AtomicOutputs  # noqa: E402  (one copy, export.atomic)
 
 
 def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx_out=None,
@@ -232,7 +193,8 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
     data = datasets.load(dataset) if isinstance(dataset, str) else dataset
     fit_rows, plan_rows = _split_data(data, fit_split, plan_split)
-    nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.y)
+    # trained on the true labels (a CSV's values), so that the exports return them
+    nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.labels())
     Xp = plan_rows.X if max_points is None else plan_rows.X[:max_points]
     margin, deltas = nb.decision_function(Xp), nb.flip_deltas(Xp)
     t, n = deltas.shape
@@ -241,7 +203,7 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
     eps_arr = eps if np.ndim(eps) else float(eps)
     eps_vec = np.broadcast_to(np.asarray(eps_arr, dtype=float), (n,)).copy()
     say(f"plan on {data.name}: n = {n} features, t = {t} planning points, "
-        f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.y):.3f} "
+        f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.labels()):.3f} "
         f"on the planning split)")
     say(f"channel eps = {_fmt_eps(eps)}, "
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
@@ -343,10 +305,17 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
 
 
 def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
-                 confidence=0.99, max_points=None, stream=None, n_jobs=None):
+                 confidence=0.99, max_points=None, stream=None, n_jobs=None, quiet=False,
+                 progress_stream=None, data_options=None):
     """Monte Carlo campaign on the device runtime next to the SCP predicted for it
-    (``n_jobs`` threads; the counts do not depend on it)."""
-    from export.analytics import device_scp
+    (``n_jobs`` threads; the counts do not depend on it). ``data_options``
+    (``label``, ``ignore``, ``positive``) override what the artifact records.
+
+    Progress (inferences done, ETA) goes to ``progress_stream`` (default
+    stderr) unless ``quiet``; memory does not grow with ``trials`` and Ctrl-C
+    stops the run between batches (``KeyboardInterrupt``; the CLI exits 130).
+    """
+    from export.progress import Progress
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
     from edgecode._stats import wilson_interval
@@ -356,9 +325,12 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
         read_container(artifact)
     if container.kind != "protected_nb":
         return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
-                               confidence, max_points, out, n_jobs)
+                               confidence, max_points, out, n_jobs, quiet, progress_stream,
+                               data_options)
+    from export.data import load_recorded as _load_recorded
     device = load_protected_nb(container)
-    data = load_recorded(dataset, container) if isinstance(dataset, str) else dataset
+    data = _load_recorded(container, dataset, binary=True, **(data_options or {})) \
+        if isinstance(dataset, str) else dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
     X = rows.X if max_points is None else rows.X[:max_points]
     if X.shape[1] != device.n_features:
@@ -366,7 +338,9 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
                          f"{data.name} has {X.shape[1]}")
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs)
+    with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
+        same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs,
+                               progress=progress)
     sim_s = time.perf_counter() - t0
     # pooled over points: points with different rates only shrink the variance,
     # so the Wilson interval of the pooled count is conservative
@@ -374,6 +348,9 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     p = int(np.sum(same)) / total
     lo_ci, hi_ci = (float(v) for v in wilson_interval(int(np.sum(same)), total, confidence))
     # the device's own classifier as a linear model: predicted SCP of what it runs
+    # (imported after the run: export.analytics brings scikit-learn, whose import
+    # and teardown would delay the start and an interrupted run's exit)
+    from export.analytics import device_scp
     pred, lo, hi, method = device_scp(device, X, eps_v)
     if method == "exact":
         pred_txt = f"{pred.mean():.6f} (exact)"
@@ -402,10 +379,12 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
 
 
 def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
-                    max_points, out, n_jobs=None):
+                    max_points, out, n_jobs=None, quiet=False, progress_stream=None,
+                    data_options=None):
     """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
     ``simulate`` at the kind's default site, rate and accuracy with intervals."""
     from edgecode._stats import wilson_interval
+    from export.progress import Progress
     from export.registry import kind_rows
     from firmware_sim import load, simulate
 
@@ -413,12 +392,14 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
     data = dataset if dataset != "house_votes" else (container.meta or {}).get("dataset")
     if data is None:
         raise ValueError("the artifact records no dataset; pass --data")
-    X, y, name = kind_rows(container.kind)(container, data, split)
+    X, y, name = kind_rows(container.kind)(container, data, split, **(data_options or {}))
     if max_points is not None:
         X, y = X[:max_points], (None if y is None else y[:max_points])
     eps_v = eps if np.ndim(eps) else float(eps)
     t0 = time.perf_counter()
-    res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs)
+    with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
+        res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs,
+                       progress=progress)
     sim_s = time.perf_counter() - t0
     total = len(X) * trials
     p = res.mean_same_rate
@@ -517,11 +498,10 @@ def register(sub):
     pl.add_argument("--resolution", type=positive_int, default=None,
                     help="grid cells per point for --method grid (a power of two; default 2048)")
     pl.add_argument("--alpha", type=float, default=1.0, help="Laplace smoothing (> 0)")
-    pl.add_argument("--target", default="class", help="label column of a CSV")
-    pl.add_argument("--positive", help="for a CSV whose label has more than two values: the "
-                    "value planned as class 1 against all the others")
-    pl.add_argument("--ignore", default="", help="comma list of CSV columns to leave out "
-                    "(file names, identifiers)")
+    from export.data import add_data_options
+    add_data_options(pl)
+    pl.add_argument("--target", dest="deprecated_target", default=None,
+                    help=argparse.SUPPRESS)     # the label column before --label (deprecated)
     pl.add_argument("--fit-split", default="train", help="rows to fit on when the data has "
                     "a split (train/valid/test/all)")
     pl.add_argument("--plan-split", default="test", help="rows to plan on when the data has "
@@ -545,6 +525,8 @@ def register(sub):
     s.add_argument("--data", default=None, help="inputs: bundled name or CSV (default: the "
                    "dataset recorded in the artifact)")
     s.add_argument("--split", default="test", help="rows to use when the data has a split")
+    add_data_options(s, label_help="label column of a --data CSV (default: the one the "
+                     "artifact records, else 'class')")
     s.add_argument("--seed", type=int, default=0, help="random seed of the channel")
     s.add_argument("--confidence", type=open_unit, default=0.99,
                    help="level of the interval of the simulated rate")
@@ -552,11 +534,11 @@ def register(sub):
                    "(default: all)")
     s.add_argument("--jobs", type=jobs, default=None, help="threads (-1: every CPU; default: "
                    "numba's thread count); the counts do not depend on it")
+    s.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     s.set_defaults(func=_cmd_simulate)
 
 
 def _cmd_plan(args):
-    from edgecode import datasets
     if args.budget is not None and args.budget % 2:
         raise UsageError(f"--budget must be even: one repetition unit adds 2 copies of a "
                          f"feature; got {args.budget}")
@@ -565,15 +547,20 @@ def _cmd_plan(args):
     if args.resolution is not None and args.resolution & (args.resolution - 1):
         raise UsageError(f"--resolution must be a power of two; got {args.resolution}")
     _parse_eps(args.eps)                       # a bad value is refused before any work
-    ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
-    data = datasets.load(args.data, target=args.target, positive=args.positive, ignore=ignore)
+    from export.data import dataset_reference, load_binary
+    from .budget import data_options
+    if args.deprecated_target is not None:
+        if args.label is not None and args.label != args.deprecated_target:
+            raise UsageError("--target (deprecated) and --label name different columns; give "
+                             "--label only")
+        print("warning: plan --target is deprecated (--target names the device in "
+              "'edgecode firmware'); use --label", file=sys.stderr)
+        args.label = args.deprecated_target
+    options = data_options(args)
+    data = load_binary(args.data, **options)
     n = data.X.shape[1]
     budget = args.budget if args.budget is not None else 2 * n * args.R
-    ref, options = args.data, {}
-    if args.data not in datasets.NAMES:
-        ref = str(Path(args.data).resolve())
-        options = {k: v for k, v in (("target", args.target), ("positive", args.positive),
-                                     ("ignore", ignore)) if v not in (None, "class", [])}
+    ref = dataset_reference(args.data, options)[0]
     run_plan(data, _parse_eps(args.eps, n), budget, method=args.method, alpha=args.alpha,
              out=args.out, onnx_out=args.onnx, fit_split=args.fit_split,
              plan_split=args.plan_split, max_points=args.max_points, plan_out=args.plan_out,
@@ -588,6 +575,8 @@ def _cmd_simulate(args):
         data = read_container(args.artifact).meta.get("dataset")
         if data is None:
             raise UsageError("the artifact records no dataset; pass --data")
+    from .budget import data_options
     run_simulate(args.artifact, eps, args.trials, dataset=data,
                  split=args.split, seed=args.seed, confidence=args.confidence,
-                 max_points=args.max_points, n_jobs=args.jobs)
+                 max_points=args.max_points, n_jobs=args.jobs, quiet=args.quiet,
+                 data_options=data_options(args))

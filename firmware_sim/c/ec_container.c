@@ -129,6 +129,35 @@ static int ec_name_is(const uint8_t *field, const char *name)
 }
 
 static const char ec_meta_name[] = "__meta__";
+static const char ec_classes_name[] = "__classes__";
+
+/* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
+   overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
+static int ec_utf8_ok(const uint8_t *p, uint32_t n)
+{
+    uint32_t i = 0u;
+    while (i < n) {
+        uint32_t c = p[i], len, k;
+        uint32_t lo = 0x80u, hi = 0xBFu;     /* range of the second byte */
+        if (c < 0x80u) { i++; continue; }
+        if (c >= 0xC2u && c <= 0xDFu) len = 2u;
+        else if (c >= 0xE0u && c <= 0xEFu) {
+            len = 3u;
+            if (c == 0xE0u) lo = 0xA0u;          /* overlong */
+            if (c == 0xEDu) hi = 0x9Fu;          /* surrogates */
+        } else if (c >= 0xF0u && c <= 0xF4u) {
+            len = 4u;
+            if (c == 0xF0u) lo = 0x90u;          /* overlong */
+            if (c == 0xF4u) hi = 0x8Fu;          /* above U+10FFFF */
+        } else return 0;
+        if (n - i < len) return 0;
+        if (p[i + 1u] < lo || p[i + 1u] > hi) return 0;
+        for (k = 2u; k < len; k++)
+            if (p[i + k] < 0x80u || p[i + k] > 0xBFu) return 0;
+        i += len;
+    }
+    return 1;
+}
 
 /* ---- ec_image_open ------------------------------------------------------------ */
 ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
@@ -142,6 +171,8 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     img->size = 0u;
     img->kind = 0u;
     img->n_arrays = 0u;
+    img->class_names = NULL;
+    img->class_names_bytes = 0u;
     /* the typed views of the arrays need a little-endian target */
     if (*(const uint8_t *)&one != 1u) return EC_ERR_ARG;
     if (((uintptr_t)buf % EC_ALIGNMENT) != 0u) return EC_ERR_ALIGN;
@@ -201,8 +232,11 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
             if (rd32(e + 36 + 4u * k) != 0u) return EC_ERR_TABLE;
         }
         if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return EC_ERR_TABLE;
-        /* nbytes == itemsize * prod(shape), without overflow: any 0 dim
-           gives 0; otherwise stop as soon as the product exceeds uint32 */
+        /* itemsize * the product of the non-zero dims fits uint32, for an
+           empty array too (read_container's rule: a zero dim does not make any
+           shape valid); computed without overflow, stopping as soon as the
+           product exceeds uint32. Then nbytes == itemsize * prod(shape): 0
+           when a dim is 0. */
         expected = itemsize;
         for (k = 0; k < ndim; k++) {
             uint32_t s = rd32(e + 36 + 4u * k);
@@ -212,8 +246,8 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
                 if (expected > 0xFFFFFFFFu) too_big = 1;
             }
         }
+        if (too_big) return EC_ERR_TABLE;
         if (zero_dim) expected = 0u;
-        else if (too_big) return EC_ERR_TABLE;
         offset = rd32(e + 52);
         nbytes = rd32(e + 56);
         if ((uint64_t)nbytes != expected) return EC_ERR_TABLE;
@@ -261,12 +295,21 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
         cursor = best_end;
     }
     /* 13. __meta__ is 1-d uint8 (its JSON text is not parsed on the device);
-       no other name starting with "__" */
+       __classes__ is 1-d uint8, not empty, ends with a NUL and is valid
+       UTF-8; no other name starting with "__" */
     for (i = 0; i < n; i++) {
         const uint8_t *e = ec_entry(buf, i);
         if (e[0] == '_' && e[1] == '_') {
-            if (!ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
+            int classes = ec_name_is(e, ec_classes_name);
+            if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
             if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
+            if (classes) {
+                const uint8_t *p = buf + rd32(e + 52);
+                uint32_t len = rd32(e + 56);
+                if (len == 0u || p[len - 1u] != 0u || !ec_utf8_ok(p, len)) return EC_ERR_TABLE;
+                img->class_names = p;
+                img->class_names_bytes = len;
+            }
         }
     }
 
@@ -326,6 +369,7 @@ const char *ec_status_name(ec_status s)
     case EC_ERR_RULE: return "rule";
     case EC_ERR_FRAME: return "frame";
     case EC_ERR_WORKSPACE: return "workspace";
+    case EC_ERR_INPUT: return "input";
     default: return "unknown";
     }
 }

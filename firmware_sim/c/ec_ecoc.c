@@ -472,6 +472,8 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
             return EC_ERR_RULE;
     if ((s = get_vector(img, "in_shift", EC_I8, d, &a)) != EC_OK)
         return s;
+    mo->in_center_bits = center;          /* for ec_quantize (host side of the contract) */
+    mo->in_shift = AS(int8_t, a);
 
     mo->n_classes = c;
     mo->n_columns = m;

@@ -38,7 +38,9 @@ typedef enum {
     EC_ERR_SCHEMA = -10,    /* missing array, wrong dtype or shape            */
     EC_ERR_RULE = -11,      /* a consistency rule of the kind is broken      */
     EC_ERR_FRAME = -12,     /* frame value the device cannot read (NB: not 0/1) */
-    EC_ERR_WORKSPACE = -13  /* workspace too small                            */
+    EC_ERR_WORKSPACE = -13, /* workspace too small                            */
+    EC_ERR_INPUT = -14      /* raw feature ec_quantize cannot encode (NaN or
+                               infinity; SSBC: beyond float32; NB: not 0/1) */
 } ec_status;
 
 /* kind codes of the container header */
@@ -66,6 +68,13 @@ typedef enum {
 #ifndef EC_WITH_SSBC
 #define EC_WITH_SSBC 0
 #endif
+/* EC_WITH_FLOAT 1 adds ec_quantize_float / ec_quantize_double (float and
+ * double raw features; they read the IEEE bit patterns and compute in
+ * integers, so no FPU or soft-float library is needed). Default 0: no
+ * floating-point type appears anywhere in the runtime. */
+#ifndef EC_WITH_FLOAT
+#define EC_WITH_FLOAT 0
+#endif
 
 /* dtype codes of the container table */
 enum {
@@ -87,6 +96,9 @@ typedef struct {
     uint32_t size;          /* total_size                                     */
     uint16_t kind;
     uint32_t n_arrays;      /* table entries, __meta__ included               */
+    const uint8_t *class_names;  /* __classes__: NUL-terminated UTF-8 names, or
+                                    NULL when the image has none               */
+    uint32_t class_names_bytes;
 } ec_image;
 
 /* Verify header, table and CRC-32 of buf[0..size) and fill *img. */
@@ -119,6 +131,8 @@ typedef struct {
     const int32_t *col_cls_offset, *col_n_cls; /* (m,)                         */
     const int16_t *col_classes;    /* (sum col_n_cls,)                         */
     const uint64_t *code_bits, *code_used; /* (c, words) when n_symbols == 2   */
+    const uint64_t *in_center_bits; /* (d,) the float64 centers, as bit patterns */
+    const int8_t *in_shift;        /* (d,) input quantizer exponents           */
     uint32_t code_words;
     /* linear */
     const int32_t *lin_weights;    /* (d, k)                                   */
@@ -150,6 +164,7 @@ typedef struct {
 typedef struct {
     uint16_t kind;
     ec_image image;
+    uint32_t n_class_names;        /* names in __classes__ (0: none)           */
     union {
         ec_nb_model nb;
         ec_ecoc_model ecoc;
@@ -176,6 +191,29 @@ uint32_t ec_decision_len(const ec_model *model);
 /* Workspace bytes ec_infer needs (a multiple of 8). */
 uint32_t ec_workspace_bytes(const ec_model *model);
 
+/* Raw features per example that ec_quantize reads: NB n (the 0/1 features,
+ * before repetition), ECOC and SSBC d. */
+uint32_t ec_input_width(const ec_model *model);
+/* Raw features x[0 .. ec_input_width) -> frame[0 .. ec_frame_width), exactly
+ * as firmware_sim's device.encode(X) does on the host (bit for bit):
+ *   NB:   each feature must be 0 or 1; feature j is written 2 r_j + 1 times
+ *         (binarizing real inputs, e.g. x > meta "binarize", is the caller's);
+ *   ECOC: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), +-32767), the
+ *         subtraction rounded as IEEE double does, rint half to even;
+ *   SSBC: q = clip(rint(float32(x) * 2^input_shift), +-32767), float32(x)
+ *         rounded as IEEE float does.
+ * ec_quantize takes int32 features (what device.encode gives for the same
+ * integers); with EC_WITH_FLOAT, ec_quantize_float and ec_quantize_double
+ * take float / double ones (device.encode of a float32 / float64 array; a
+ * 32-bit double, avr-gcc's default, is read as binary32). A value that cannot
+ * be encoded (device.encode raises) returns EC_ERR_INPUT and leaves the frame
+ * untouched. */
+ec_status ec_quantize(const ec_model *model, const int32_t *x, int16_t *frame);
+#if EC_WITH_FLOAT
+ec_status ec_quantize_float(const ec_model *model, const float *x, int16_t *frame);
+ec_status ec_quantize_double(const ec_model *model, const double *x, int16_t *frame);
+#endif
+
 /* Run one frame. *label is the class index (-1 for SSBC without a table);
  * decision[0 .. ec_decision_len) receives the decision integers in the
  * order documented above. */
@@ -189,6 +227,15 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
                         int64_t *decision, void *workspace, uint32_t workspace_bytes);
 uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m);
 uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m);
+
+/* Class names (the image's __classes__ array, written from the artifact's
+ * meta["classes"]; ec_model_open has checked there is one per class).
+ * ec_class_count: how many names the image holds (0: none).
+ * ec_class_name: the NUL-terminated UTF-8 name of class `label` (the label
+ * ec_infer returns), a pointer into the image; NULL when the image has no
+ * names or `label` is not a class index (SSBC without a table: -1). */
+uint32_t ec_class_count(const ec_model *model);
+const char *ec_class_name(const ec_model *model, int32_t label);
 
 /* Short English name of a status code (a static string). */
 const char *ec_status_name(ec_status s);
