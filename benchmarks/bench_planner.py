@@ -288,6 +288,7 @@ def estimate_table(repeats=3, skip_long=False, only=None):
             budget = int(argv[argv.index("--budget") + 1]) if "--budget" in argv else \
                 2 * n * int(argv[argv.index("--R") + 1])
             est, actual, steps = None, [], None
+            load = os.getloadavg()[0]
             for _ in range(repeats):
                 res = run_plan(data, eps, budget, stream=io.StringIO(), quiet=True)
                 est = res["expected_seconds"]
@@ -298,10 +299,10 @@ def estimate_table(repeats=3, skip_long=False, only=None):
             med = float(np.median(actual))
             shown = " ".join("wide.csv.gz" if a == wide else a for a in argv)
             rows.append([label, f"{est:.3g}", f"{med:.3g}", f"{est / med:.2f}", len(actual),
-                         steps, budget // 2, f"edgecode plan {shown}"])
+                         steps, budget // 2, f"{load:.1f}", f"edgecode plan {shown}"])
             print(f"# {label}: estimate {est:.3g} s, actual {med:.3g} s", flush=True)
     print_table(["case", "estimate_s", "actual_s", "ratio", "runs", "steps", "units",
-                 "command"], rows)
+                 "load_avg", "command"], rows)
 
 
 def main():

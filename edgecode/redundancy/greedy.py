@@ -251,23 +251,29 @@ def max_useful_units(eps, useful=None, scp_floor=0.5):
     return out
 
 
-#: wall seconds per elementary operation, measured on the benchmark machine (2
-#: shared cores, numba's default thread count, medians of noisy runs:
-#: ``benchmarks/bench_planner.py --estimate``, table in ``benchmarks/README.md``);
-#: only used for warnings and the command line's expected-time line.
+#: wall seconds per elementary operation on the benchmark machine (2 cores shared
+#: with other test runs, numba's default thread count), set between what it
+#: measures quiet and busy (busy runs take 1.4-1.9x longer), so that the estimate
+#: is within 2x of both (``benchmarks/bench_planner.py --estimate``, table in
+#: ``benchmarks/README.md``); only used for warnings and the command line's
+#: expected-time line.
 _SECONDS_PER_OP = {
-    "subset": 2.0e-9,        # exact: one (subset, feature) of a meet in the middle, per point
-    "grid_cell": 5.9e-9,     # grid: one step's update of one cell of a point (amortised rebuilds)
-    "grid_build": 4.1e-9,    # grid: one (cell, feature group) of a point's first spectrum
-    "influence": 8e-8,       # grid: one influence (point, feature)
-    "bounds_feature": 8e-6,  # scp_bounds at the default resolution: one (point, feature + 32)
-    "approx_cell": 4e-10,    # scp_approx: one coefficient update (k L^2 n / 2 per point)
+    "subset": 1.15e-9,       # exact: one (subset, feature) of a meet in the middle, per point
+    "grid_cell": 3.75e-9,    # grid: one step's update of one cell of a point (amortised rebuilds)
+    "grid_build": 2.55e-9,   # grid: one (cell, feature group) of a point's first spectrum
+    "influence": 7.3e-8,     # grid: one influence (point, feature)
+    "bounds_feature": 3.6e-6,  # scp_bounds at the default resolution: one (point, feature + 32)
+    "approx_cell": 3e-10,    # scp_approx: one coefficient update (k L^2 n / 2 per point)
 }
 
 #: grid engine, lazy evaluation: influences refreshed per step, as a fraction of n,
-#: during the first 2 n steps and after (measured: 0.3-0.7 on synthetic and DNA data
-#: up to 2 n steps, 0.15 over 63 n steps on DNA)
-_REFRESH_EARLY, _REFRESH_LATE = 0.6, 0.15
+#: for steps below n / 2, up to 2 n, and after (measured on DNA and synthetic data:
+#: 0.28-0.48, 0.6-0.7, and 0.15 over the 11,443 steps of a DNA plan)
+_REFRESH = ((0.5, 0.3), (2.0, 0.7), (math.inf, 0.15))
+
+#: a budget beyond ``max_useful_units`` stops, in the measured plans, after
+#: 80-87% of those units (house votes, NLTCS, DNA at eps = 0.2)
+_USEFUL_FRACTION = 0.85
 
 
 def _score_seconds(t, n):
@@ -291,14 +297,15 @@ def estimate_plan_seconds(t, n, units, method, resolution=PLAN_GRID_RESOLUTION, 
 
     ``exact``: one meet in the middle per point and step; ``grid``: the
     first spectra, then per point and step one update of its cells and the
-    influences that lazy evaluation refreshes (0.6 n per step for the first
-    2 n steps, 0.15 n after); ``approx`` / ``bounds``: n SCP evaluations per
-    step.  The certificate is included, and ``extra_scores`` more plans
+    influences that lazy evaluation refreshes (0.3 n per step below n / 2
+    steps, 0.7 n up to 2 n, 0.15 n after); ``approx`` / ``bounds``: n SCP
+    evaluations per step.  The certificate is included, and ``extra_scores`` more plans
     scored as ``edgecode plan`` scores its none and uniform rows (a
     certificate each, with the grid's estimate above 24 features).  Points
     whose class cannot change are counted (an upper-side estimate).  With
-    ``eps`` (per feature, or one value) the steps are at most
-    :func:`max_useful_units`: a plan stops there whatever the budget.
+    ``eps`` (per feature, or one value) a budget beyond
+    :func:`max_useful_units` counts 85% of those units: a plan stops before
+    them whatever the budget (after 80-87% of them in the measured cases).
     Calibrated on the benchmark machine (``benchmarks/README.md``, "Planner
     time estimates"): within 2x of the measured times there.
 
@@ -312,8 +319,10 @@ def estimate_plan_seconds(t, n, units, method, resolution=PLAN_GRID_RESOLUTION, 
     """
     t, n, units = int(t), int(n), int(units)
     if eps is not None:   # a plan stops before any feature has more units than is useful
-        units = min(units, int(max_useful_units(np.broadcast_to(
-            np.asarray(eps, dtype=np.float64), (n,))).sum()))
+        cap = int(max_useful_units(np.broadcast_to(np.asarray(eps, dtype=np.float64),
+                                                   (n,))).sum())
+        if units > cap:
+            units = math.ceil(_USEFUL_FRACTION * cap)
     c = _SECONDS_PER_OP
     score = _score_seconds(t, n)
     extra = float(extra_scores) * (score + (_grid_build_seconds(t, n, resolution)
@@ -323,11 +332,12 @@ def estimate_plan_seconds(t, n, units, method, resolution=PLAN_GRID_RESOLUTION, 
         per_step = t * (2.0 ** h1 + 2.0 ** (n - h1)) * (n + 4) * c["subset"]
         return per_step * (units + 1) + score + extra
     if method == "grid":
-        early = min(units, 2 * n)
-        late = units - early
         cell = t * resolution * c["grid_cell"]
-        steps = (early * (cell + t * _REFRESH_EARLY * n * c["influence"])
-                 + late * (cell + t * _REFRESH_LATE * n * c["influence"]))
+        steps, done = 0.0, 0
+        for upto, fraction in _REFRESH:
+            k = max(0, min(units, math.ceil(upto * n) if upto < math.inf else units) - done)
+            steps += k * (cell + t * fraction * n * c["influence"])
+            done += k
         return _grid_build_seconds(t, n, resolution) + steps + score + extra
     if method == "bounds":
         per_eval = t * (n + 32) * c["bounds_feature"]
@@ -464,7 +474,8 @@ def allocate_greedy(margin, deltas, eps, budget_bits, method="auto", progress=No
             f"budget_bits={budget_bits} cannot be spent: every feature has eps_j = 0 or a "
             "zero flip effect D_j at every planning point, so no repetition changes the SCP")
     cap = max_useful_units(eps, useful)          # for a mean SCP >= 1/2; refined below
-    expected = estimate_plan_seconds(t, n, min(units, int(cap.sum())), name, resolution)
+    expected = estimate_plan_seconds(t, n, units, name, resolution,
+                                     eps=np.where(useful, eps, 0.0))
     if expected > PLAN_WARN_SECONDS:
         warnings.warn(f"allocate_greedy: {name} plan of {min(units, int(cap.sum()))} units over "
                       f"n = {n} features and t = {t} points is expected to take about "
