@@ -52,12 +52,27 @@ def _arr(a):
             "sha256": _sha(a.tobytes())}
 
 
+#: keys of JSON reports that hold timings or machine facts, not results
+_TIMING_KEYS = {"elapsed_s", "trials_per_s", "seconds", "plan_s", "wall_s"}
+
+
+def _untimed(obj):
+    if isinstance(obj, dict):
+        return {k: _untimed(v) for k, v in obj.items() if k not in _TIMING_KEYS}
+    if isinstance(obj, list):
+        return [_untimed(v) for v in obj]
+    return obj
+
+
 def _files(folder):
     out = {}
     for p in sorted(Path(folder).rglob("*")):
         rel = p.relative_to(folder).as_posix()
         if p.is_file() and not _SKIP.search(rel):
-            out[rel] = _sha(p.read_bytes())
+            data = p.read_bytes()
+            if p.suffix == ".json":       # results without their timings
+                data = json.dumps(_untimed(json.loads(data)), sort_keys=True).encode()
+            out[rel] = _sha(data)
     return out
 
 
