@@ -165,6 +165,37 @@ def test_sigint_stops_the_demo_and_removes_its_folder(tmp_path):
     assert not [p for p in tmp.iterdir() if p.name.startswith("edgecode-demo-")]
 
 
+def test_sigint_stops_budget_and_writes_nothing(tmp_path):
+    rc, took, out, err = _interrupt(
+        ["budget", "digits", "--profile", "cortex-m4", "--eps", "0.05", "--no-build",
+         "--json", "f.json", "--export", "best"], tmp_path,
+        lambda line: line.startswith("budget [1/"))
+    assert rc == 130 and took < EXIT_WITHIN, err
+    assert _files(tmp_path) == []
+
+
+def test_sigint_stops_an_ecoc_fit_and_writes_nothing(tmp_path):
+    """A fit of many slow learners (the users' 65 s logistic fit) shows a line per
+    learner and stops between them."""
+    rc, took, out, err = _interrupt(
+        ["ecoc", "digits", "--learner", "logistic", "--code", "dense_random", "--n-columns",
+         "60", "--out", "d.edgc", "--onnx", "d.onnx"], tmp_path,
+        lambda line: line.startswith("[ECOCClassifier] fit column 1/60"))
+    assert rc == 130 and took < EXIT_WITHIN, err
+    assert "ETA" in err and _files(tmp_path) == []
+
+
+def test_sigint_stops_firmware_check_and_writes_nothing(artifacts, tmp_path):
+    import shutil
+    if shutil.which("gcc") is None and not os.environ.get("EDGECODE_CI"):
+        pytest.skip("no C compiler")
+    rc, took, out, err = _interrupt(
+        ["firmware", str(artifacts / "dna.edgc"), "--out", "fw", "--check", "--random-frames",
+         "100000"], tmp_path, lambda line: line.startswith(("wrote", "built")))
+    assert rc == 130 and took < EXIT_WITHIN, err
+    assert _files(tmp_path) == []
+
+
 # ---------------------------------------------------------------- the library
 class _StopAfter:
     """A progress callable that raises KeyboardInterrupt at its ``n``-th call."""

@@ -301,6 +301,9 @@ def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx
             say(f"wrote plan {plan_out} ({n} features)")
         if "export" in result:
             say("size: " + result["export"].report())
+            warning = result["export"].fit_warning()
+            if warning:
+                say(warning + " (a smaller --budget, or fewer features)")
     return result
 
 
