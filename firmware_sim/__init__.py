@@ -27,6 +27,7 @@ from .errors import ContainerError, DeviceError, FrameError
 from .naive_bayes import ProtectedNBDevice, load_protected_nb, make_protected_nb_arrays
 from .ecoc import ECOCDevice, load_ecoc, make_ecoc_arrays
 from .ssbc import SSBCDevice, load_ssbc, make_ssbc_arrays
+from .kinds.forest import ForestDevice, load_forest, make_forest_arrays
 from .campaign import run_campaign, simulate
 from .faults import FAULTS, make_fault, register_fault
 
@@ -37,5 +38,6 @@ __all__ = [
     "ProtectedNBDevice", "load_protected_nb", "make_protected_nb_arrays",
     "ECOCDevice", "load_ecoc", "make_ecoc_arrays",
     "SSBCDevice", "load_ssbc", "make_ssbc_arrays",
+    "ForestDevice", "load_forest", "make_forest_arrays",
     "run_campaign", "simulate", "FAULTS", "make_fault", "register_fault",
 ]
