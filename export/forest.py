@@ -364,18 +364,20 @@ def _tree_ensemble(arrays, qf, nodes):
                 if ref >= L:
                     stack.append(i + 1 + int(ref - L))
         nxt = e - s
-        for i in range(s, e):
-            kids = []
+        for i in range(s, e):          # the root first: runtimes take it as the tree's root
+            kids, leaf_kids = [], []
             for ref in (left[i], right[i]):
                 if ref >= L:
                     kids.append(i + 1 + int(ref - L) - s)
                 else:
-                    tg["tree"].append(k), tg["node"].append(nxt), tg["id"].append(k)
-                    tg["w"].append(float(ref))
-                    add(k, nxt, "LEAF")
+                    leaf_kids.append((nxt, float(ref)))
                     kids.append(nxt)
                     nxt += 1
             add(k, i - s, "BRANCH_LEQ", int(feat[i]), float(thr[i]), kids[0], kids[1])
+            for nid, w in leaf_kids:
+                add(k, nid, "LEAF")
+                tg["tree"].append(k), tg["node"].append(nid), tg["id"].append(k)
+                tg["w"].append(w)
     nodes.append(helper.make_node(
         "TreeEnsembleRegressor", [qf], ["leaf_f"], domain="ai.onnx.ml",
         n_targets=int(root.shape[0]), aggregate_function="SUM", post_transform="NONE",
