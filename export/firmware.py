@@ -42,11 +42,12 @@ __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "toolc
 
 #: The C sources of the runtime (``firmware_sim/c``), in link order.
 RUNTIME_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c", "ec_nb.c", "ec_ecoc.c",
-                   "ec_ssbc.c")
+                   "ec_ssbc.c", "ec_forest.c")
 
 #: The source file and ``ec_config.h`` switch of each model kind.
 KIND_SOURCES = {"protected_nb": ("ec_nb.c", "EC_WITH_NB"), "ecoc": ("ec_ecoc.c", "EC_WITH_ECOC"),
-                "ssbc": ("ec_ssbc.c", "EC_WITH_SSBC")}
+                "ssbc": ("ec_ssbc.c", "EC_WITH_SSBC"),
+                "forest": ("ec_forest.c", "EC_WITH_FOREST")}
 
 _C_DIR = Path(firmware_sim.__file__).resolve().parent / "c"
 
@@ -125,6 +126,8 @@ def _image_bytes(artifact):
 def _workspace_bytes(device):
     """Upper bound of ``ec_workspace_bytes`` for the generated ``model_config.h``
     (the runner refuses to run if the runtime asks for more)."""
+    if callable(getattr(device, "workspace_bytes", None)):     # the kind's own bound
+        return int(device.workspace_bytes())
     kind = device.container.kind
     if kind == "ssbc":
         extra = 0
@@ -141,6 +144,8 @@ def decision_integers(device, frames):
     in the C runtime's order (NB: accumulator; ECOC: symbols then doubled
     distances; SSBC: code bits then, with a table, the nearest distance;
     label -1 where the device computes no label)."""
+    if callable(getattr(device, "decision_rows", None)):       # the kind's own layout
+        return device.decision_rows(frames)
     inf = device.infer(frames)
     t = np.asarray(frames).shape[0]
     labels = np.full(t, -1, np.int64) if inf.labels is None else np.asarray(inf.labels, np.int64)
@@ -448,6 +453,8 @@ def _runtime_sources(kind=None):
 
 
 def _decision_len(device):
+    if callable(getattr(device, "decision_layout", None)):     # the kind's own layout
+        return sum(int(width) for _, width in device.decision_layout())
     kind = device.container.kind
     if kind == "protected_nb":
         return 1

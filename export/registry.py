@@ -39,5 +39,5 @@ def _builtin():
     from export.data import binary_rows, table_rows
 
     for kind, rows in (("protected_nb", binary_rows), ("ecoc", table_rows),
-                       ("ssbc", table_rows)):
+                       ("ssbc", table_rows), ("forest", table_rows)):
         _ROWS.setdefault(kind, rows)

@@ -201,7 +201,8 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     /* 6. kind */
     {
         uint32_t kind = rd16(buf + 10);
-        if (kind != EC_KIND_PROTECTED_NB && kind != EC_KIND_ECOC && kind != EC_KIND_SSBC)
+        if (kind != EC_KIND_PROTECTED_NB && kind != EC_KIND_ECOC && kind != EC_KIND_SSBC &&
+            kind != EC_KIND_FOREST)
             return EC_ERR_KIND;
     }
     /* 7. fixed header fields */

@@ -42,6 +42,12 @@ ec_status ec_model_open(const uint8_t *buf, size_t size, ec_model *model)
         if (s == EC_OK && model->u.ssbc.has_table) classes = (uint32_t)model->u.ssbc.n_classes;
         break;
 #endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST:
+        s = ec_forest_open(&model->image, &model->u.forest);
+        classes = model->u.forest.n_classes;
+        break;
+#endif
     default: s = EC_ERR_KIND; break;
     }
     if (s != EC_OK) return s;
@@ -90,6 +96,9 @@ uint32_t ec_frame_width(const ec_model *model)
 #if EC_WITH_SSBC
     case EC_KIND_SSBC: return model->u.ssbc.n_features;
 #endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST: return model->u.forest.n_features;
+#endif
     default: return 0u;
     }
 }
@@ -107,6 +116,9 @@ uint32_t ec_decision_len(const ec_model *model)
 #if EC_WITH_SSBC
     case EC_KIND_SSBC: return model->u.ssbc.n_bits + (model->u.ssbc.has_table ? 1u : 0u);
 #endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST: return model->u.forest.n_trees + model->u.forest.n_classes;
+#endif
     default: return 0u;
     }
 }
@@ -123,6 +135,9 @@ uint32_t ec_workspace_bytes(const ec_model *model)
 #endif
 #if EC_WITH_SSBC
     case EC_KIND_SSBC: return ec_ssbc_workspace_bytes(&model->u.ssbc);
+#endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST: return ec_forest_workspace_bytes(&model->u.forest);
 #endif
     default: return 0u;
     }
@@ -145,6 +160,9 @@ ec_status ec_infer(const ec_model *model, const int16_t *frame, int32_t *label,
 #if EC_WITH_SSBC
     case EC_KIND_SSBC:
         return ec_ssbc_infer(&model->u.ssbc, frame, label, decision, workspace, workspace_bytes);
+#endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST: return ec_forest_infer(&model->u.forest, frame, label, decision);
 #endif
     default: return EC_ERR_ARG;   /* not an opened model */
     }

@@ -3,8 +3,8 @@
  * firmware_sim's device.encode(X) computes it on the host.
  *
  *   NB:   x_j in {0, 1}, each written 2 r_j + 1 times (transmit);
- *   ECOC: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), -32767, 32767)
- *         in IEEE double (firmware_sim.ecoc.quantize_inputs);
+ *   ECOC, forest: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), -32767,
+ *         32767) in IEEE double (firmware_sim.ecoc.quantize_inputs);
  *   SSBC: q = rint(clip(float32(x) * float32(2^input_shift), -32767, 32767))
  *         in IEEE float (firmware_sim.ssbc.quantize_input).
  *
@@ -49,7 +49,8 @@ typedef struct {
 } ec_exact;
 
 /* which helpers the kinds compiled in need (no unused static functions) */
-#define EC_Q_ROUNDING (EC_WITH_ECOC || EC_WITH_SSBC)
+#define EC_Q_AFFINE (EC_WITH_ECOC || EC_WITH_FOREST)   /* in_center / in_shift kinds */
+#define EC_Q_ROUNDING (EC_Q_AFFINE || EC_WITH_SSBC)
 
 #if EC_Q_ROUNDING
 static uint32_t bit_length64(uint64_t v)
@@ -76,8 +77,8 @@ static int ec_from_binary32(uint32_t u, ec_exact *v)
 }
 #endif
 
-#if EC_WITH_FLOAT || EC_WITH_ECOC
-/* an IEEE binary64 pattern (ECOC's in_center, a double input); 0 if NaN or
+#if EC_WITH_FLOAT || EC_Q_AFFINE
+/* an IEEE binary64 pattern (in_center, a double input); 0 if NaN or
    infinite */
 static int ec_from_binary64(uint64_t u, ec_exact *v)
 {
@@ -145,7 +146,7 @@ static void ec_round_sig(ec_exact *v, uint32_t bits)
 }
 #endif
 
-#if EC_WITH_ECOC
+#if EC_Q_AFFINE
 /* significand in [2^52, 2^53) (mant != 0, mant < 2^53) */
 static void ec_normalize53(ec_exact *v)
 {
@@ -298,21 +299,23 @@ static ec_status ec_nb_quantize(const ec_nb_model *m, const void *x, int type, i
 }
 #endif
 
-#if EC_WITH_ECOC
-static ec_status ec_ecoc_quantize(const ec_ecoc_model *m, const void *x, int type,
-                                  int16_t *frame)
+#if EC_Q_AFFINE
+/* the affine quantizer of ECOC and forest images: d features, in_center as
+   float64 bit patterns (finite: the kinds' rules), in_shift */
+static ec_status ec_affine_quantize(const uint64_t *center_bits, const int8_t *shift, uint32_t d,
+                                    const void *x, int type, int16_t *frame)
 {
     uint32_t f;
     ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
-    for (f = 0; f < m->n_features; f++) {
+    for (f = 0; f < d; f++) {
         if (!ec_input_value(x, type, f, &v)) return EC_ERR_INPUT;
     }
-    for (f = 0; f < m->n_features; f++) {
+    for (f = 0; f < d; f++) {
         (void)ec_input_value(x, type, f, &v);
-        (void)ec_from_binary64(m->in_center_bits[f], &c);       /* finite: rule 6 */
+        (void)ec_from_binary64(center_bits[f], &c);             /* finite: checked at open */
         c.neg = !c.neg;                                         /* x + (-center) */
         v = ec_add53(v, c);
-        v.exp += m->in_shift[f];                                /* * 2^in_shift */
+        v.exp += shift[f];                                      /* * 2^in_shift */
         frame[f] = ec_rint_clip(v);
     }
     return EC_OK;
@@ -355,6 +358,9 @@ uint32_t ec_input_width(const ec_model *model)
 #if EC_WITH_SSBC
     case EC_KIND_SSBC: return model->u.ssbc.n_features;
 #endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST: return model->u.forest.n_features;
+#endif
     default: return 0u;
     }
 }
@@ -367,7 +373,14 @@ static ec_status ec_quantize_any(const ec_model *model, const void *x, int type,
     case EC_KIND_PROTECTED_NB: return ec_nb_quantize(&model->u.nb, x, type, frame);
 #endif
 #if EC_WITH_ECOC
-    case EC_KIND_ECOC: return ec_ecoc_quantize(&model->u.ecoc, x, type, frame);
+    case EC_KIND_ECOC:
+        return ec_affine_quantize(model->u.ecoc.in_center_bits, model->u.ecoc.in_shift,
+                                  model->u.ecoc.n_features, x, type, frame);
+#endif
+#if EC_WITH_FOREST
+    case EC_KIND_FOREST:
+        return ec_affine_quantize(model->u.forest.in_center_bits, model->u.forest.in_shift,
+                                  model->u.forest.n_features, x, type, frame);
 #endif
 #if EC_WITH_SSBC
     case EC_KIND_SSBC: return ec_ssbc_quantize(&model->u.ssbc, x, type, frame);

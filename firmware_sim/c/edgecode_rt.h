@@ -47,6 +47,7 @@ typedef enum {
 #define EC_KIND_PROTECTED_NB 1u
 #define EC_KIND_ECOC 2u
 #define EC_KIND_SSBC 3u
+#define EC_KIND_FOREST 4u
 
 /* Kinds compiled in (ec_config.h). A firmware for one model defines the
  * one it needs (EC_WITH_<KIND> 1) and compiles only that kind's source
@@ -54,10 +55,12 @@ typedef enum {
  * accepts any image. An image of a kind not compiled in is refused with
  * EC_ERR_KIND. */
 #include "ec_config.h"
-#if !defined(EC_WITH_NB) && !defined(EC_WITH_ECOC) && !defined(EC_WITH_SSBC)
+#if !defined(EC_WITH_NB) && !defined(EC_WITH_ECOC) && !defined(EC_WITH_SSBC) && \
+    !defined(EC_WITH_FOREST)
 #define EC_WITH_NB 1
 #define EC_WITH_ECOC 1
 #define EC_WITH_SSBC 1
+#define EC_WITH_FOREST 1
 #endif
 #ifndef EC_WITH_NB
 #define EC_WITH_NB 0
@@ -67,6 +70,9 @@ typedef enum {
 #endif
 #ifndef EC_WITH_SSBC
 #define EC_WITH_SSBC 0
+#endif
+#ifndef EC_WITH_FOREST
+#define EC_WITH_FOREST 0
 #endif
 /* EC_WITH_FLOAT 1 adds ec_quantize_float / ec_quantize_double (float and
  * double raw features; they read the IEEE bit patterns and compute in
@@ -161,6 +167,24 @@ typedef struct {
     int32_t n_classes, knn_k;
 } ec_ssbc_model;
 
+/* Decision levels a forest's tree may have (its opener checks the layout
+ * with a stack of this many entries). */
+#define EC_FOREST_MAX_DEPTH 64
+
+typedef struct {
+    uint32_t n_features, n_classes, n_trees, n_nodes, n_leaves; /* d, C, T, n, L        */
+    const uint64_t *in_center_bits; /* (d,) the float64 centers, as bit patterns       */
+    const int8_t *in_shift;        /* (d,) input quantizer exponents                   */
+    const uint8_t *tree_root;      /* (T,) uint8/16/32: a leaf id, or L + root node    */
+    const uint8_t *node_feature;   /* (n,) uint8/16/32                                 */
+    const int16_t *node_threshold; /* (n,) go left iff q[feature] <= threshold         */
+    const uint8_t *node_left, *node_right; /* (n,) uint8/16/32 child references        */
+    const uint8_t *leaf_value;     /* (L, C) uint8/16 quantized probabilities, or NULL:
+                                      class leaves (the leaf id is the class)          */
+    uint8_t root_bytes, feature_bytes, ref_bytes, leaf_bytes; /* entry widths         */
+    uint8_t walk;                  /* the walk compiled for these widths (0: closed)   */
+} ec_forest_model;
+
 typedef struct {
     uint16_t kind;
     ec_image image;
@@ -169,6 +193,7 @@ typedef struct {
         ec_nb_model nb;
         ec_ecoc_model ecoc;
         ec_ssbc_model ssbc;
+        ec_forest_model forest;
     } u;
 } ec_model;
 
@@ -178,6 +203,7 @@ ec_status ec_model_open(const uint8_t *buf, size_t size, ec_model *model);
 ec_status ec_nb_open(const ec_image *img, ec_nb_model *m);
 ec_status ec_ecoc_open(const ec_image *img, ec_ecoc_model *m);
 ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m);
+ec_status ec_forest_open(const ec_image *img, ec_forest_model *m);
 
 /* Entries per frame: NB total_bits (0/1 values), ECOC/SSBC n_features
  * (int16 values). Frames are passed as int16_t for every kind. */
@@ -186,20 +212,21 @@ uint32_t ec_frame_width(const ec_model *model);
  *   NB:   1                (accumulator)
  *   ECOC: m + c            (learner symbols, then doubled distances)
  *   SSBC: k (+ 1)          (code bits, then, with a table, nearest distance)
+ *   forest: T + C          (the leaf id of every tree, then the votes)
  */
 uint32_t ec_decision_len(const ec_model *model);
 /* Workspace bytes ec_infer needs (a multiple of 8). */
 uint32_t ec_workspace_bytes(const ec_model *model);
 
 /* Raw features per example that ec_quantize reads: NB n (the 0/1 features,
- * before repetition), ECOC and SSBC d. */
+ * before repetition), ECOC, SSBC and forest d. */
 uint32_t ec_input_width(const ec_model *model);
 /* Raw features x[0 .. ec_input_width) -> frame[0 .. ec_frame_width), exactly
  * as firmware_sim's device.encode(X) does on the host (bit for bit):
  *   NB:   each feature must be 0 or 1; feature j is written 2 r_j + 1 times
  *         (binarizing real inputs, e.g. x > meta "binarize", is the caller's);
- *   ECOC: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), +-32767), the
- *         subtraction rounded as IEEE double does, rint half to even;
+ *   ECOC, forest: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), +-32767),
+ *         the subtraction rounded as IEEE double does, rint half to even;
  *   SSBC: q = clip(rint(float32(x) * 2^input_shift), +-32767), float32(x)
  *         rounded as IEEE float does.
  * ec_quantize takes int32 features (what device.encode gives for the same
@@ -225,8 +252,11 @@ ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *l
                         int64_t *decision, void *workspace, uint32_t workspace_bytes);
 ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *label,
                         int64_t *decision, void *workspace, uint32_t workspace_bytes);
+ec_status ec_forest_infer(const ec_forest_model *m, const int16_t *frame, int32_t *label,
+                          int64_t *decision);
 uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m);
 uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m);
+uint32_t ec_forest_workspace_bytes(const ec_forest_model *m);
 
 /* Class names (the image's __classes__ array, written from the artifact's
  * meta["classes"]; ec_model_open has checked there is one per class).
