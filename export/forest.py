@@ -51,10 +51,13 @@ from .pipeline import affine_of_steps
 from .result import ExportResult
 
 __all__ = ["export_forest", "quantize_forest", "forest_to_onnx", "fit_threshold_quantizer",
-           "float_leaves", "ESTIMATORS", "LEAVES", "LEAF_BITS"]
+           "float_leaves", "fit_forest", "ESTIMATORS", "KINDS", "LEAVES", "LEAF_BITS"]
 
 #: What :func:`export_forest` accepts (or a Pipeline ending in one).
 ESTIMATORS = ("RandomForestClassifier", "ExtraTreesClassifier", "DecisionTreeClassifier")
+#: :func:`fit_forest`'s kinds: ``--kind`` of ``edgecode forest``.
+KINDS = {"rf": "RandomForestClassifier", "extra": "ExtraTreesClassifier",
+         "tree": "DecisionTreeClassifier"}
 #: Leaf forms: per-class quantized probabilities (soft vote) or the majority class.
 LEAVES = ("proba", "class")
 #: Bits of a quantized leaf probability.
@@ -68,6 +71,65 @@ _CHUNK_CELLS = 1 << 22
 
 
 # ------------------------------------------------------------------ model
+def fit_forest(X, y, *, kind="rf", n_trees=100, max_depth=None, min_samples_leaf=1,
+               random_state=0, progress=None):
+    """Fit a forest (or one tree) on ``X, y``, reporting progress between trees.
+
+    Parameters
+    ----------
+    X, y : array-likes
+    kind : {"rf", "extra", "tree"}
+        ``RandomForestClassifier``, ``ExtraTreesClassifier`` or one
+        ``DecisionTreeClassifier`` (``n_trees`` must then be 1).
+    n_trees, max_depth, min_samples_leaf, random_state
+        The estimator's ``n_estimators``, ``max_depth``, ``min_samples_leaf``,
+        ``random_state``.
+    progress : callable, optional
+        ``progress(done, total, "trees")`` after each group of trees (a
+        forest grows by ``warm_start``, in 20 steps of at most 25 trees: the same
+        trees as one ``fit``); an exception it raises (``KeyboardInterrupt``)
+        stops the fit.
+
+    Returns
+    -------
+    The fitted estimator.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> X, y = load_iris(return_X_y=True)
+    >>> steps = []
+    >>> rf = fit_forest(X, y, n_trees=5, max_depth=2, progress=lambda d, t, s: steps.append(d))
+    >>> len(rf.estimators_), steps
+    (5, [1, 2, 3, 4, 5])
+    """
+    from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {sorted(KINDS)}; got {kind!r}")
+    if isinstance(n_trees, bool) or int(n_trees) != n_trees or n_trees < 1:
+        raise ValueError(f"n_trees must be an integer >= 1; got {n_trees!r}")
+    n_trees = int(n_trees)
+    if kind == "tree":
+        if n_trees != 1:
+            raise ValueError(f"kind 'tree' fits one decision tree; got n_trees={n_trees}")
+        est = DecisionTreeClassifier(max_depth=max_depth, min_samples_leaf=min_samples_leaf,
+                                     random_state=random_state).fit(X, y)
+        if progress is not None:
+            progress(1, 1, "trees")
+        return est
+    cls = RandomForestClassifier if kind == "rf" else ExtraTreesClassifier
+    est = cls(n_estimators=0, max_depth=max_depth, min_samples_leaf=min_samples_leaf,
+              random_state=random_state, warm_start=True)
+    step = max(1, min(n_trees // 20, 25))
+    for done in list(range(step, n_trees, step)) + [n_trees]:
+        est.set_params(n_estimators=done).fit(X, y)
+        if progress is not None:
+            progress(done, n_trees, "trees")
+    return est.set_params(warm_start=False)
+
+
 def _unpack(model):
     """(final estimator, steps before it, their transform or None, raw features)."""
     from sklearn.ensemble import ExtraTreesClassifier, RandomForestClassifier
