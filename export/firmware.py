@@ -337,7 +337,9 @@ def _write_files(raw, device, out, t, kinds):
             "#ifndef EC_CONFIG_H\n#define EC_CONFIG_H\n"
             "#if !defined(EC_WITH_NB) && !defined(EC_WITH_ECOC) && !defined(EC_WITH_SSBC)\n"
             f"#define {macro} 1\n#endif\n"
-            "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
+            + "".join(f"#define {k} {v}   /* this model's */\n"     # a kind's own settings
+                      for k, v in getattr(device, "c_defines", dict)().items())
+            + "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
             "#endif /* EC_CONFIG_H */\n")
     else:
         shutil.copyfile(_C_DIR / "ec_config.h", out / "ec_config.h")

@@ -122,21 +122,23 @@ def test_cortex_m_under_qemu_equals_firmware_sim(target, name, tmp_path):
 
 
 def test_a_build_for_one_models_widths_refuses_other_widths(tmp_path):
-    """-DEC_FOREST_FEATURE_BYTES/-DEC_FOREST_REF_BYTES keep one walk (smaller code):
-    an image of other widths is then refused with EC_ERR_KIND (not compiled in)."""
+    """The firmware of one model compiles in the walk of its node widths only
+    (EC_FOREST_FEATURE_BYTES/EC_FOREST_REF_BYTES in ec_config.h): an image of other
+    widths is refused with EC_ERR_KIND (not compiled in); kinds="all" opens both."""
     _need("host")
     small, X = _model("rf_class")
     other, _ = _model("rf_u16_refs")             # uint16 references
+    images = [small.container.tobytes(), other.container.tobytes()]
     write_firmware(small.container, tmp_path, "host")
-    cfg = tmp_path / "ec_config.h"
-    cfg.write_text(cfg.read_text().replace(
-        "#endif /* EC_CONFIG_H */",
-        "#define EC_FOREST_FEATURE_BYTES 1\n#define EC_FOREST_REF_BYTES 1\n#endif /* EC_CONFIG_H */"))
+    cfg = (tmp_path / "ec_config.h").read_text()
+    assert "#define EC_FOREST_FEATURE_BYTES 1" in cfg and "#define EC_FOREST_REF_BYTES 1" in cfg
     b = build_firmware(tmp_path, "host", probe=False)
-    assert check_images(b.runner, [small.container.tobytes(), other.container.tobytes()]) == \
-        [(True, "ok"), (False, "error -9 kind")]
+    assert check_images(b.runner, images) == [(True, "ok"), (False, "error -9 kind")]
     frames = _frames(small, X[:50], np.random.default_rng(1), n_random=20)
     _assert_parity(small, frames, *run_firmware(tmp_path, frames, "host"))
+    write_firmware(small.container, tmp_path / "all", "host", kinds="all")
+    b = build_firmware(tmp_path / "all", "host", probe=False)
+    assert check_images(b.runner, images) == [(True, "ok"), (True, "ok")]
 
 
 # ---------------------------------------------------------------------- loader parity

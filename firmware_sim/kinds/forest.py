@@ -398,6 +398,14 @@ class ForestDevice(Device):
                  for name, width in self.decision_layout()]
         return np.asarray(inf.labels, np.int64), np.hstack(parts)
 
+    def c_defines(self):
+        """``ec_config.h`` settings of a firmware written for this model alone: the
+        one walk its node widths need (``ec_forest.c``; an image of other widths
+        is then refused with ``EC_ERR_KIND``)."""
+        a = self.container.arrays
+        return {"EC_FOREST_FEATURE_BYTES": a["node_feature"].dtype.itemsize,
+                "EC_FOREST_REF_BYTES": a["node_left"].dtype.itemsize}
+
     def workspace_bytes(self):
         """Upper bound of the C ``ec_workspace_bytes`` (the runtime needs none:
         leaves and votes go straight into the decision buffer)."""
