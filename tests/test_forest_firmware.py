@@ -231,3 +231,75 @@ def test_firmware_check_from_the_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "forest" in out and ("equal" in out or "agree" in out or "match" in out), out
     assert firmware_sim.load(art).n_trees == 15
+
+
+# ---------------------------------------------------------------------- the C API
+def _api_models():
+    """Forests on glass (labels 1..7, not 0..k-1) and ecoli (strings)."""
+    from test_firmware_api import _ecoli, _glass
+
+    if "api" in _CACHE:
+        return _CACHE["api"]
+
+    X, y = _glass()
+    Xe, ye = _ecoli()
+    _CACHE["api"] = {
+        "glass": (export_forest(RandomForestClassifier(6, max_depth=5, random_state=0)
+                                .fit(X, y)).container, X),
+        "ecoli": (export_forest(ExtraTreesClassifier(5, max_depth=6, random_state=0)
+                                .fit(Xe, ye), leaf="class").container, Xe),
+    }
+    return _CACHE["api"]
+
+
+@pytest.mark.parametrize("name", ["glass", "ecoli"])
+def test_class_names_and_ec_quantize_in_c(name, tmp_path):
+    """The image's class names read from C, and ec_quantize / _float / _double equal
+    device.encode on real rows and special values (the ECOC quantizer, shared)."""
+    from test_firmware_api import _NAMES_C, _check_quantize, _compile, _real_rows, _run, \
+        _specials
+
+    _need("host")
+    raw, X = _api_models()[name]
+    dev = firmware_sim.load(raw)
+    write_firmware(raw, tmp_path / "names", "host")
+    lines = _run(_compile(tmp_path / "names", _NAMES_C)).splitlines()
+    names = [str(v) for v in dev.meta["classes"]]
+    assert lines == [str(len(names))] + names + ["null null"]
+    rng = np.random.default_rng(4)
+    want = _check_quantize(raw, _real_rows(X, rng) + _specials(X.shape[1], rng),
+                           tmp_path / "q")
+    assert {w.split()[0] for w in want} == {"ok", "error"}
+
+
+def test_ec_quantize_of_a_forest_on_cortex_m4(tmp_path):
+    from test_firmware_api import _check_quantize, _real_rows, _specials
+
+    _need("cortex-m4", run=True)
+    raw, X = _api_models()["glass"]
+    rng = np.random.default_rng(8)
+    _check_quantize(raw, _specials(X.shape[1], rng)[::3] + _real_rows(X[:30], rng), tmp_path,
+                    "cortex-m4")
+
+
+def test_the_main_c_of_the_docs_names_a_forests_classes(tmp_path, monkeypatch):
+    """docs/firmware.md's main.c (raw features in, class name out) on forest images."""
+    import shutil
+    import subprocess
+
+    from test_firmware_api import _doc_blocks, _names_of, _run
+
+    _need("host")
+    program, commands = _doc_blocks()
+    gcc = next(c for c in commands if c.startswith("gcc "))
+    (tmp_path / "main.c").write_text(program)
+    monkeypatch.chdir(tmp_path)
+    for name, (raw, X) in _api_models().items():
+        dev = firmware_sim.load(raw)
+        shutil.rmtree("fw", ignore_errors=True)
+        write_firmware(raw, "fw", "host")
+        res = subprocess.run(["bash", "-c", gcc + " -Werror -fsanitize=address,undefined"],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, (name, res.stderr)
+        text = "".join(" ".join(repr(float(v)) for v in r) + "\n" for r in X)
+        assert _run(tmp_path / "classify", text).splitlines() == _names_of(dev, dev.encode(X))
