@@ -37,14 +37,14 @@ import math
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from sklearn.utils.validation import check_is_fitted
 
 from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX
 from firmware_sim.kinds.forest import MAX_DEPTH, load_forest, make_forest_arrays
 
-from .ecoc import ML_OPSET, _exact_thresholds
+from .ecoc import ML_OPSET, _exact_thresholds, _init, _node, input_quantizer
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
                          input_elem_type, json_props, narrow_int_initializer, save_model)
 from .pipeline import affine_of_steps
@@ -376,16 +376,6 @@ def float_leaves(info, X):
 
 
 # ------------------------------------------------------------------ ONNX
-def _init(name, value, inits):
-    inits.append(numpy_helper.from_array(np.asarray(value), name))
-    return name
-
-
-def _node(nodes, op, inputs, outputs, **attrs):
-    nodes.append(helper.make_node(op, inputs, outputs, **attrs))
-    return outputs[0]
-
-
 def _tree_ensemble(arrays, qf, nodes):
     """``TreeEnsembleRegressor``: one target per tree whose value is the leaf id."""
     feat = arrays["node_feature"].astype(np.int64)
@@ -488,16 +478,7 @@ def forest_to_onnx(arrays, *, classes=None, input="features", input_dtype="float
     nodes, inits = [], []
     if input == "features":
         in_info = helper.make_tensor_value_info("X", in_type, ["N", d])
-        x = "X"
-        if input_dtype == "float32":
-            x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
-        scale = np.exp2(arrays["in_shift"].astype(np.float64))
-        x = _node(nodes, "Sub", [x, _init("in_center", arrays["in_center"].astype(np.float64),
-                                          inits)], ["X_centered"])
-        x = _node(nodes, "Mul", [x, _init("in_scale", scale, inits)], ["X_scaled"])
-        x = _node(nodes, "Round", [x], ["X_rounded"])
-        q = _node(nodes, "Clip", [x, _init("q_min", np.array(-Q_MAX, np.float64), inits),
-                                  _init("q_max", np.array(Q_MAX, np.float64), inits)], ["qd"])
+        q = input_quantizer(arrays["in_center"], arrays["in_shift"], input_dtype, nodes, inits)
     else:
         in_info = helper.make_tensor_value_info("q", TensorProto.INT16, ["N", d])
         q = "q"

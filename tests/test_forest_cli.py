@@ -10,7 +10,6 @@ are one ``error:`` line and exit 2; Ctrl-C during the fit exits 130 and
 writes nothing.
 """
 
-import csv
 import shutil
 import sys
 from pathlib import Path
@@ -28,26 +27,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 DATA = Path(__file__).parent / "data"
 
 
-def _write(path, header, rows):
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        w.writerows(rows)
-    return path
-
-
 def _csv(folder, labels):
-    if labels == "str":
-        with open(DATA / "ecoli.csv") as fh:
-            rows = list(csv.reader(fh))
-        body = [[f"s{i}"] + r for i, r in enumerate(rows[1:])]
-        return _write(folder / "ecoli_kind.csv", ["seq"] + rows[0][:-1] + ["kind"], body), \
-            ["--ignore", "seq"]
-    with open(DATA / "glass.csv") as fh:
-        rows = list(csv.reader(fh))
-    fmt = (lambda v: v) if labels == "int" else (lambda v: f"{float(v):.1f}")
-    body = [r[:-1] + [fmt(r[-1])] for r in rows[1:]]
-    return _write(folder / f"glass_{labels}.csv", rows[0][:-1] + ["kind"], body), []
+    """glass (labels as ints or floats, column 'kind') or ecoli (strings, an id column)."""
+    from test_kind_matrix import _multiclass_csv
+    return _multiclass_csv(folder, labels)
 
 
 CASES = [("str", "rf", "proba"), ("int", "extra", "class"), ("float", "tree", "proba")]

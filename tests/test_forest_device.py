@@ -24,7 +24,7 @@ import firmware_sim
 import naive_forest as naive
 from export.forest import export_forest
 from firmware_sim import FrameError
-from firmware_sim.artifact import write_container
+from firmware_sim.artifact import read_container, write_container
 from firmware_sim.campaign import run_campaign, wilson_interval
 from firmware_sim.faults import BSC, Compose, GilbertElliott, ParameterUpset, StuckAt
 from firmware_sim.sensitivity import single_upset_table
@@ -166,12 +166,10 @@ def test_threads_do_not_change_the_counts(digits_rf):
 
 # ---------------------------------------------------------------- the image
 def _flip_bit_image(container, array, bit):
-    a = container.arrays[array]
-    raw = bytearray(a.tobytes())
-    raw[bit // 8] ^= 1 << (bit % 8)
-    arrays = dict(container.arrays)
-    arrays[array] = np.frombuffer(bytes(raw), a.dtype).reshape(a.shape)
-    return {k: np.asarray(v) for k, v in arrays.items()}
+    """The arrays of the image with one bit flipped (test_device_contract's helper)."""
+    from test_device_contract import _flip_bit_image as flipped
+    return {k: np.asarray(v)
+            for k, v in read_container(flipped(container, array, bit)).arrays.items()}
 
 
 @pytest.mark.parametrize("array, stride", [("node_threshold", 3), ("node_feature", 2),

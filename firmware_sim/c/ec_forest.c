@@ -97,106 +97,41 @@ static ec_status get_unsigned(const ec_image *img, const char *name, ec_array *a
         }                                                                                 \
     }
 
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f8_r8, uint8_t, uint8_t)
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f8_r16, uint8_t, uint16_t)
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f8_r32, uint8_t, uint32_t)
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f16_r8, uint16_t, uint8_t)
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f16_r16, uint16_t, uint16_t)
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f16_r32, uint16_t, uint32_t)
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f32_r8, uint32_t, uint8_t)
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f32_r16, uint32_t, uint16_t)
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-EC_FOREST_WALK(walk_f32_r32, uint32_t, uint32_t)
-#endif
+/* Every (index, feature type, reference type, feature bytes, reference bytes). */
+#define EC_FOREST_WALKS(X)                                                                \
+    X(1, uint8_t, uint8_t, 1, 1) X(2, uint8_t, uint16_t, 1, 2)                            \
+    X(3, uint8_t, uint32_t, 1, 4) X(4, uint16_t, uint8_t, 2, 1)                           \
+    X(5, uint16_t, uint16_t, 2, 2) X(6, uint16_t, uint32_t, 2, 4)                         \
+    X(7, uint32_t, uint8_t, 4, 1) X(8, uint32_t, uint16_t, 4, 2)                          \
+    X(9, uint32_t, uint32_t, 4, 4)
+
+/* Is the walk of these widths compiled in (a constant: the optimizer drops the
+ * others, and --gc-sections their code)? */
+#define EC_FW_WANTED(fb, rb) (EC_FW_ANY(fb, EC_FOREST_FEATURE_BYTES) && \
+                              EC_FW_ANY(rb, EC_FOREST_REF_BYTES))
+
+#define EC_FW_DEFINE(i, FT, RT, fb, rb) EC_FOREST_WALK(walk_##i, FT, RT)
+EC_FOREST_WALKS(EC_FW_DEFINE)
 
 /* The walk of this model's widths (0: not compiled in). */
 static uint8_t walk_index(uint8_t feature_bytes, uint8_t ref_bytes)
 {
-    uint8_t fi = feature_bytes == 1u ? 0u : feature_bytes == 2u ? 1u : 2u;
-    uint8_t ri = ref_bytes == 1u ? 0u : ref_bytes == 2u ? 1u : 2u;
-    uint8_t idx = (uint8_t)(1u + 3u * fi + ri);
-    switch (idx) {
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 1u:
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 2u:
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 3u:
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 4u:
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 5u:
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 6u:
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 7u:
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 8u:
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 9u:
-#endif
-        return idx;
-    default:
-        return 0u;
-    }
+#define EC_FW_INDEX(i, FT, RT, fb, rb)                                                    \
+    if (EC_FW_WANTED(fb, rb) && feature_bytes == (fb) && ref_bytes == (rb))               \
+        return (uint8_t)(i);
+    EC_FOREST_WALKS(EC_FW_INDEX)
+#undef EC_FW_INDEX
+    return 0u;
 }
 
 static ec_status walk(const ec_forest_model *m, const int16_t *q, uint32_t node, uint32_t *leaf)
 {
-    switch (m->walk) {
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 1u: return walk_f8_r8(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 2u: return walk_f8_r16(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(1, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 3u: return walk_f8_r32(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 4u: return walk_f16_r8(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 5u: return walk_f16_r16(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(2, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 6u: return walk_f16_r32(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(1, EC_FOREST_REF_BYTES)
-    case 7u: return walk_f32_r8(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(2, EC_FOREST_REF_BYTES)
-    case 8u: return walk_f32_r16(m, q, node, leaf);
-#endif
-#if EC_FW_ANY(4, EC_FOREST_FEATURE_BYTES) && EC_FW_ANY(4, EC_FOREST_REF_BYTES)
-    case 9u: return walk_f32_r32(m, q, node, leaf);
-#endif
-    default: return EC_ERR_ARG; /* not an opened model */
-    }
+#define EC_FW_CALL(i, FT, RT, fb, rb)                                                     \
+    if (EC_FW_WANTED(fb, rb) && m->walk == (i))                                           \
+        return walk_##i(m, q, node, leaf);
+    EC_FOREST_WALKS(EC_FW_CALL)
+#undef EC_FW_CALL
+    return EC_ERR_ARG; /* not an opened model */
 }
 
 /* ---- rules 6-8: the preorder layout in one pass --------------------------- */
