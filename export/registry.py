@@ -101,6 +101,8 @@ class KindSpec:
         searches in seconds (the kind-matrix tests); None: not searched.
     analytic_note : str or None
         One line on its closed form, attached to campaign results.
+    example_variants : tuple of str
+        The models :meth:`example_fit` makes (e.g. tree and linear learners).
     """
 
     kind: ClassVar[str] = None
@@ -110,6 +112,7 @@ class KindSpec:
     space_options: ClassVar[Sequence[SpaceOption]] = ()
     example_space: ClassVar[Optional[Mapping[str, Any]]] = None
     analytic_note: ClassVar[Optional[str]] = None
+    example_variants: ClassVar[Sequence[str]] = ("default",)
 
     @property
     def cli_name(self) -> str:
@@ -171,11 +174,12 @@ class KindSpec:
         return method
 
     # -------------------------------------------------------------- tests
-    def example_fit(self, X, y, *, meta: Mapping):
-        """A small model of this kind fitted on ``X`` and the true labels ``y``,
-        exported with ``meta`` (the dataset it records): an
+    def example_fit(self, X, y, *, meta: Mapping, variant: str = "default"):
+        """A small model of this kind (one of :attr:`example_variants`) fitted on
+        ``X`` and the true labels ``y``, exported with ``meta`` (the dataset
+        it records; the export adds ``classes``): an
         :class:`export.result.ExportResult` (``onnx_model`` may be None).
-        Used by ``tests/test_kind_matrix.py`` on every registered kind."""
+        The kind-matrix tests (``tests/kind_matrix.py``) run every command on it."""
         raise NotImplementedError(f"kind {self.kind!r} has no example fit")
 
     def accepts(self, n_classes: int, binary: bool) -> bool:

@@ -143,7 +143,7 @@ class NaiveBayesSpec(KindSpec):
                 "bounds-midpoint": "midpoint of certified SCP bounds (more than 24 features)"
                 }.get(method, method)
 
-    def example_fit(self, X, y, *, meta):
+    def example_fit(self, X, y, *, meta, variant="default"):
         from edgecode.naive_bayes import BinaryNaiveBayes
         from edgecode.redundancy import allocate_uniform
         from export.naive_bayes import export_protected_nb

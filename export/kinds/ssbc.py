@@ -110,7 +110,7 @@ class SSBCSpec(KindSpec):
         return {"available": False,
                 "reason": f"no closed form for SSBC k-NN under {noise} noise (simulated only)"}
 
-    def example_fit(self, X, y, *, meta):
+    def example_fit(self, X, y, *, meta, variant="default"):
         from edgecode.hashing import SSBC
         from export.ssbc import export_ssbc
 
