@@ -625,7 +625,11 @@ def _options(profile, eps, options, kwargs):
     base = options if options is not None else SearchOptions()
     if not isinstance(base, SearchOptions):
         raise TypeError(f"options must be a SearchOptions; got {type(base).__name__}")
-    return replace(base, profile=profile, eps=eps, **kwargs).checked()
+    if profile is not None:
+        kwargs["profile"] = profile
+    if eps is not None:
+        kwargs["eps"] = eps
+    return replace(base, **kwargs).checked()
 
 
 def _reporter(progress):
@@ -937,7 +941,7 @@ def _settings(run, memory_source):
 # --------------------------------------------------------------------------
 # the search
 # --------------------------------------------------------------------------
-def search(data, profile="cortex-m0", eps=0.05, *, options=None, **kwargs):
+def search(data, profile=None, eps=None, *, options=None, **kwargs):
     """Search model kinds and sizes for the most accurate model under noise that fits.
 
     Parameters
@@ -947,10 +951,12 @@ def search(data, profile="cortex-m0", eps=0.05, *, options=None, **kwargs):
         ``iris``, ``wine``, ``breast_cancer``), a CSV path (numeric features,
         a ``class`` column, optional ``split``), ``(X, y)`` or ``(X, y,
         split)``.
-    profile : str, path or DeviceProfile
-        ``"cortex-m0"``, ``"cortex-m4"`` or a JSON/TOML profile file.
-    eps : float in [0, 1/2)
-        The fault's rate (:func:`make_budget_fault`).
+    profile : str, path or DeviceProfile, optional
+        ``"cortex-m0"``, ``"cortex-m4"`` or a JSON/TOML profile file
+        (default: ``options.profile``, ``"cortex-m0"``).
+    eps : float in [0, 1/2), optional
+        The fault's rate (:func:`make_budget_fault`; default: ``options.eps``,
+        0.05).
     options : SearchOptions, optional
         The other settings; keyword arguments (the fields of
         :class:`SearchOptions`: ``fault``, ``space``, ``max_flash``,

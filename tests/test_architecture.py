@@ -177,3 +177,11 @@ def test_shared_bridge_modules_name_no_kind():
                 if ident in classes:
                     bad.append(f"{rel}:{getattr(node, 'lineno', '?')} names {ident}")
     assert export and not bad, "\n".join(bad)
+
+
+def test_export_uses_one_wilson_interval():
+    """Campaigns report firmware_sim's Wilson interval; export computes no other."""
+    graph = _import_graph({**_package_modules("export"), **_package_modules("edgecode")})
+    bad = sorted(m for m, ts in graph.items() if m.startswith("export")
+                 and "edgecode._stats" in ts)
+    assert not bad, bad

@@ -317,8 +317,10 @@ def test_options_object_equals_keywords_and_seed_is_a_deprecated_alias():
     from export.budget import SearchOptions
     kw = {"space": NB_SPACE, "sim_samples": 1000}
     ref = search("house_votes", "cortex-m4", 0.1, random_state=3, **kw)
-    opts = SearchOptions(random_state=3, **kw)
-    assert _figures(search("house_votes", "cortex-m4", 0.1, options=opts)) == _figures(ref)
+    opts = SearchOptions(profile="cortex-m4", eps=0.1, random_state=3, **kw)
+    assert _figures(search("house_votes", options=opts)) == _figures(ref)
+    assert _figures(search("house_votes", "cortex-m4", options=opts, random_state=3)) == \
+        _figures(ref)
     with pytest.warns(FutureWarning, match="seed=.*deprecated; use random_state"):
         old = search("house_votes", "cortex-m4", 0.1, seed=3, **kw)
     assert _figures(old) == _figures(ref) and old.settings["seed"] == 3
