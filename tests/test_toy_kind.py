@@ -257,3 +257,22 @@ class TestToyKindMatrix(KindMatrix):
     """The kind matrix of every built-in kind, on the toy."""
 
     kinds = (ThermoSpec,)
+
+
+def test_a_kind_with_rows_only_and_registry_errors(monkeypatch):
+    """``register_rows`` is the shortcut for a kind whose only bridge need is the
+    command line's rows; clashes and unknown kinds are refused by name."""
+    def rows(container, dataset, split, **options):
+        return np.zeros((1, 1)), None, "rows"
+
+    assert registry.register_rows("toy_rows_only", rows)(None, "x", "all")[2] == "rows"
+    assert registry.kind_rows("toy_rows_only")(None, "x", "all")[2] == "rows"
+    assert "toy_rows_only" not in SearchSpace().kinds        # yields no configurations
+    with pytest.raises(ValueError, match="already has the bridge spec"):
+        registry.register_rows(KIND, rows)
+    with pytest.raises(ValueError, match="short name 'toy' of kind 'other' clashes"):
+        registry.register_kind_spec(type("Other", (registry.KindSpec,),
+                                         {"kind": "other", "name": "toy"}))
+    assert registry.register_kind_spec(ThermoSpec) is registry.kind_spec("toy")   # no-op
+    with pytest.raises(ValueError, match="no data rows for 'nowhere' artifacts"):
+        registry.kind_rows("nowhere")
