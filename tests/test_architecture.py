@@ -43,7 +43,7 @@ def test_import_rules(package):
 # the bridge (issue 25): no library module imports the CLI, no import cycles,
 # shared modules name no kind
 # ---------------------------------------------------------------------------
-def _package_modules(package):
+def _bridge_modules(package):
     """Dotted name -> (path, is_package) of every module of ``package``."""
     out = {}
     for path in sorted((ROOT / package).rglob("*.py")):
@@ -53,7 +53,7 @@ def _package_modules(package):
     return out
 
 
-def _import_graph(mods):
+def _bridge_import_graph(mods):
     """Module -> modules of ``mods`` it imports (at any level: module, function, class),
     ``from package import name`` resolved to the submodule when ``name`` is one."""
     graph = {m: set() for m in mods}
@@ -79,7 +79,7 @@ def _import_graph(mods):
     return graph
 
 
-def _strong_cycles(graph):
+def _bridge_cycles(graph):
     """The strongly connected components of more than one module (Tarjan)."""
     index, low, stack, on, out = {}, {}, [], set(), []
 
@@ -123,7 +123,7 @@ CYCLES_FIXED_ELSEWHERE = {
 def test_export_and_edgecode_have_no_import_cycles():
     found = set()
     for package in ("export", "edgecode"):
-        found |= set(_strong_cycles(_import_graph(_package_modules(package))))
+        found |= set(_bridge_cycles(_bridge_import_graph(_bridge_modules(package))))
     new = sorted(sorted(c) for c in found - CYCLES_FIXED_ELSEWHERE)
     assert not new, f"import cycles: {new}"
     stale = sorted(sorted(c) for c in CYCLES_FIXED_ELSEWHERE - found)
@@ -132,15 +132,15 @@ def test_export_and_edgecode_have_no_import_cycles():
 
 def test_cycle_finder_finds_cycles_through_function_level_imports(tmp_path):
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _strong_cycles(graph) == [frozenset({"a", "b", "c"})]
-    assert _strong_cycles({"a": {"b"}, "b": set()}) == []
+    assert _bridge_cycles(graph) == [frozenset({"a", "b", "c"})]
+    assert _bridge_cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_library_modules_never_import_the_command_line():
     """The CLI parses and prints; the library (every export module outside
     export/cli) never imports it, at any level."""
-    mods = _package_modules("export")
-    graph = _import_graph(mods)
+    mods = _bridge_modules("export")
+    graph = _bridge_import_graph(mods)
     bad = sorted(f"{m} imports {t}" for m, ts in graph.items() if not m.startswith("export.cli")
                  for t in ts if t == "export.cli" or t.startswith("export.cli."))
     assert not bad, "\n".join(bad)
@@ -181,7 +181,7 @@ def test_shared_bridge_modules_name_no_kind():
 
 def test_export_uses_one_wilson_interval():
     """Campaigns report firmware_sim's Wilson interval; export computes no other."""
-    graph = _import_graph({**_package_modules("export"), **_package_modules("edgecode")})
+    graph = _bridge_import_graph({**_bridge_modules("export"), **_bridge_modules("edgecode")})
     bad = sorted(m for m, ts in graph.items() if m.startswith("export")
                  and "edgecode._stats" in ts)
     assert not bad, bad
