@@ -173,6 +173,13 @@ class KindSpec:
         """The budget report's words for a closed form's ``method``."""
         return method
 
+    def same_rate_prediction(self, device, X, eps) -> Optional[tuple]:
+        """The closed-form same-classification rate under a BSC of flip probability
+        ``eps`` at the kind's default site, over the points ``X`` (what ``edgecode
+        simulate`` prints next to its measurement): ``(mean, lower, upper,
+        method)``, ``lower == upper == mean`` when exact; None: no closed form."""
+        return None
+
     # -------------------------------------------------------------- tests
     def example_fit(self, X, y, *, meta: Mapping, variant: str = "default"):
         """A small model of this kind (one of :attr:`example_variants`) fitted on

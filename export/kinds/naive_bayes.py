@@ -26,6 +26,14 @@ Examples
 >>> [spec.label(c) for c in spec.configurations(SearchSpace(nb_rates=(0, 1)), n_classes=2,
 ...                                             n_features=4, binary=True)]
 ['nb unprotected', 'nb uniform 8 bits', 'nb greedy 8 bits']
+
+What ``edgecode simulate`` predicts (the SCP of the device's integer model):
+
+>>> from firmware_sim import ProtectedNBDevice
+>>> dev = ProtectedNBDevice.from_arrays([3, 2], -4, [1, 0], 0)
+>>> mean, lo, hi, method = spec.same_rate_prediction(dev, [[1, 1], [1, 0]], 0.1)
+>>> round(mean, 4), method
+(0.8888, 'exact')
 """
 
 import numpy as np
@@ -137,6 +145,10 @@ class NaiveBayesSpec(KindSpec):
     def analytic(self, device, X, fault, y=None, site=None):
         return analytic_protected_nb(device, X, fault, y,
                                      site=device.default_site if site is None else site)
+
+    def same_rate_prediction(self, device, X, eps):
+        scp, lo, hi, method = device_scp(device, X, eps)
+        return float(scp.mean()), float(lo.mean()), float(hi.mean()), method
 
     def describe_method(self, method):
         return {"exact": "exact SCP of the device's integer model",
