@@ -214,7 +214,7 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
     print(f"one upset per image (what 'campaign --fault seu --set count=1' measures): same "
           f"rate {one['same_rate']:.5f}{acc}, refused {one['refused_rate']:.4f}", file=out)
     if top > 0:
-        print(f"most critical bits (label-change rate; refused counts as changed):", file=out)
+        print("most critical bits (label-change rate; refused counts as changed):", file=out)
         for b in tab.critical_bits(top):
             flag = " (refused)" if b["refused"] else ""
             print(f"  {b['array']}[{b['element']}] bit {b['bit']}: {b['change_rate']:.4f}"
