@@ -169,7 +169,7 @@ def test_sigint_stops_budget_and_writes_nothing(tmp_path):
     rc, took, out, err = _interrupt(
         ["budget", "digits", "--profile", "cortex-m4", "--eps", "0.05", "--no-build",
          "--json", "f.json", "--export", "best"], tmp_path,
-        lambda line: line.startswith("budget [1/"))
+        lambda line: line.startswith("budget: 1/"))
     assert rc == 130 and took < EXIT_WITHIN, err
     assert _files(tmp_path) == []
 

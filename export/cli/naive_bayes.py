@@ -321,7 +321,7 @@ def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", see
     from export.progress import Progress
     from firmware_sim.artifact import read_container
     from firmware_sim.naive_bayes import load_protected_nb, simulate
-    from edgecode._stats import wilson_interval
+    from firmware_sim.campaign import wilson_interval
 
     out = stream or sys.stdout
     container = read_container(artifact) if not isinstance(artifact, bytes) else \
@@ -386,7 +386,7 @@ def _simulate_other(container, artifact, eps, trials, dataset, split, seed, conf
                     data_options=None):
     """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
     ``simulate`` at the kind's default site, rate and accuracy with intervals."""
-    from edgecode._stats import wilson_interval
+    from firmware_sim.campaign import wilson_interval
     from export.progress import Progress
     from export.registry import kind_rows
     from firmware_sim import load, simulate
