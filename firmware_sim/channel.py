@@ -13,7 +13,7 @@ import numpy as np
 
 from ._kernels import _skip_positions
 
-__all__ = ["bsc", "check_random_state"]
+__all__ = ["bsc", "check_random_state", "check_bits", "check_channel_eps", "BLOCK_BITS"]
 
 #: Per-bit eps with at most this many distinct positive values is simulated
 #: exactly group by group; more distinct values are split into this many bands
@@ -22,7 +22,7 @@ __all__ = ["bsc", "check_random_state"]
 MAX_EPS_GROUPS = 16
 
 #: Bits processed per block (bounds the memory of flip positions).
-_BLOCK_BITS = 1 << 22
+BLOCK_BITS = 1 << 22
 
 
 def check_random_state(random_state):
@@ -123,12 +123,12 @@ def _flip_inplace(flat, length, eps, rng):
     """XOR a flat uint8 array, viewed as rows of ``length`` bits, with BSC noise.
 
     ``eps`` is a float (every bit) or a float64 array of shape (length,). Work
-    proceeds in blocks of about ``_BLOCK_BITS`` bits to bound memory; the block
+    proceeds in blocks of about ``BLOCK_BITS`` bits to bound memory; the block
     size is fixed, so a seed gives the same flips on every machine.
     """
     if isinstance(eps, float):
-        for start in range(0, flat.size, _BLOCK_BITS):
-            block = flat[start:start + _BLOCK_BITS]
+        for start in range(0, flat.size, BLOCK_BITS):
+            block = flat[start:start + BLOCK_BITS]
             block[_bernoulli_positions(block.size, eps, rng)] ^= 1
         return
     rows = flat.size // length if length else 0
@@ -141,7 +141,7 @@ def _flip_inplace(flat, length, eps, rng):
         order = np.argsort(eps, kind="stable")
         order = order[eps[order] > 0]
         groups = [g for g in np.array_split(order, MAX_EPS_GROUPS) if g.size]
-    step = max(1, _BLOCK_BITS // length)
+    step = max(1, BLOCK_BITS // length)
     for r0 in range(0, rows, step):
         nrows = min(step, rows - r0)
         block = flat[r0 * length:(r0 + nrows) * length]

@@ -25,8 +25,12 @@ from export.naive_bayes import export_protected_nb
 from export.ssbc import export_ssbc
 from firmware_sim import FrameError, load
 from firmware_sim.artifact import read_container, write_container
-from firmware_sim.campaign import _bits_point, _plain_bits_point, run_campaign, wilson_interval
+from firmware_sim.campaign import run_campaign, wilson_interval
 from firmware_sim.device import Device, Inference, register_kind
+from firmware_sim.engine.batches import plan_batches, run_seeded_batches
+from firmware_sim.engine.executors import BitJob, ThreadExecutor
+from firmware_sim.engine.runner import plain_runner
+from firmware_sim.engine.streams import clean_labels, stream
 from firmware_sim.faults import BSC, Compose, Fault, GilbertElliott, ParameterUpset, \
     register_fault
 from firmware_sim.sensitivity import single_upset_table
@@ -235,16 +239,18 @@ def test_composed_image_and_wire_faults(iris_linear):
     ("iris_linear", "intermediate", GilbertElliott.from_flip_rate(0.15, 3.0)),
     ("digits_tree_nary", "intermediate", BSC(0.15))])
 def test_fast_paths_equal_the_plain_path(request, name, site, fault):
-    from firmware_sim.campaign import _clean_labels, _stream
-
     dev, X, y = _get(request, name)
     frames = dev.encode(X)
-    clean = _clean_labels(dev, frames)
-    stream, n_sym = _stream(dev, frames, site)
+    clean = clean_labels(dev, frames)
+    rows, n_sym = stream(dev, frames, site)
     y = np.asarray(y, np.int64)
-    fast = _bits_point(dev, stream, clean, y, fault, np.random.default_rng(5), 50, n_sym, site)
-    plain = _plain_bits_point(dev, stream, clean, y, fault, np.random.default_rng(5), 50, n_sym,
-                              site)
+    # the kind has a fast path here (the test would compare the plain path with itself)
+    assert dev.bit_fault_runner(site, fault, rows, clean, y, 50) is not None
+    job = BitJob(dev, X, y, 50, site, rows, n_sym, clean)
+    fast = ThreadExecutor(1).count(job, fault, np.random.default_rng(5))
+    plain = run_seeded_batches(plain_runner(dev, site, fault, rows, clean, y, 50, n_sym),
+                               plan_batches(len(X), 50, rows.shape[1], np.random.default_rng(5)),
+                               len(X), 1)
     np.testing.assert_array_equal(fast[0], plain[0])
     np.testing.assert_array_equal(fast[1], plain[1])
 
@@ -280,6 +286,22 @@ def test_simulate_one_signature_for_every_kind(hv_nb, iris_linear, ssbc_table):
                                 progress=lambda *c: calls.append(c))
         assert np.array_equal(threaded.same, noisy.same)
         assert calls[-1] == (20 * len(X), 20 * len(X))
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_simulate_is_a_campaign_with_a_bsc(request, name):
+    """Issue 25: one engine, one BSC sampler. ``simulate`` seeded with the seed a
+    one-value campaign gives its grid value (child 0 of ``SeedSequence(random_state)``)
+    counts exactly what ``run_campaign(.., BSC(eps))`` counts, for every kind (naive
+    Bayes at the wire had its own sampler before)."""
+    dev, X, y = _get(request, name)
+    y = np.asarray(y, np.int64)
+    camp = run_campaign(dev, X, BSC(0.1), n_trials=40, random_state=4, y=y)
+    sim = firmware_sim.simulate(dev, X, 0.1, 40, random_state=np.random.SeedSequence(4).spawn(1)[0],
+                                y=y)
+    assert camp.site == dev.default_site and 0 < camp.points[0].same_rate < 1
+    assert sim.same.tolist() == camp.points[0].same_per_point
+    assert sim.accuracy == camp.points[0].accuracy
 
 
 # ------------------------------------------------------------------ registries

@@ -25,11 +25,11 @@ from edgecode.hashing import HammingIndex
 from edgecode.hashing.codes import pack_bits
 from firmware_sim._kernels.bits import _pack_bits as device_pack
 from firmware_sim._kernels.bits import _popcount64 as device_popcount
-from firmware_sim._kernels.ecoc import _decode_packed, _decode_symbols, _linear_scores, \
+from firmware_sim.kinds._kernels.ecoc import _decode_packed, _decode_symbols, _linear_scores, \
     _scores_to_symbols
-from firmware_sim._kernels.ecoc import _tree_symbols as device_tree
-from firmware_sim._kernels.ssbc import _hamming_knn
-from firmware_sim.ssbc import _POPCNT8
+from firmware_sim.kinds._kernels.ecoc import _tree_symbols as device_tree
+from firmware_sim.kinds._kernels.ssbc import _hamming_knn
+from firmware_sim.kinds.ssbc import _POPCNT8
 
 U64_MAX = 2 ** 64 - 1
 
