@@ -483,12 +483,12 @@ def _parse_meta(arr):
                              f"got {arr.dtype.name} with shape {arr.shape}")
 
     def _no_constants(token):
-        raise ValueError(f"non-finite number {token}")
+        raise ContainerError(f"non-finite number {token}")
 
     def _finite_float(token):
         value = float(token)
         if not math.isfinite(value):
-            raise ValueError(f"number {token[:20]} overflows float64")
+            raise ContainerError(f"number {token[:20]} overflows float64")
         return value
 
     try:

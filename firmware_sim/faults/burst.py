@@ -113,7 +113,7 @@ class GilbertElliott(Fault):
 
         Raises
         ------
-        ValueError
+        DeviceError
             If the rate is not between ``eps_good`` and ``eps_bad`` (exclusive of
             ``eps_bad`` unless r could be 0).
         """
