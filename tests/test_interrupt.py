@@ -401,6 +401,21 @@ def test_cluster_tasks_go_out_a_window_at_a_time_and_are_cancelled(hv, monkeypat
     assert local.points[0].same_per_point == remote.points[0].same_per_point
 
 
+def test_simulate_takes_an_executor_with_the_local_counts(hv, monkeypatch):
+    """Issue 25: where the batches run is an executor passed in, for simulate too."""
+    dev, X, y = hv
+    monkeypatch.setattr(batches, "BATCH_BITS", 4096)
+    local = simulate(dev, X, 0.1, 30, random_state=4, y=y, n_jobs=1)
+    client = _FakeClient()
+    remote = simulate(dev, X, 0.1, 30, random_state=4, y=y,
+                      executor=firmware_sim.DaskExecutor(client, chunk_batches=2))
+    assert len(client.submitted) > 1
+    assert np.array_equal(local.same, remote.same) and local.accuracy == remote.accuracy
+    threads = simulate(dev, X, 0.1, 30, random_state=4, y=y,
+                       executor=firmware_sim.ThreadExecutor(2))
+    assert np.array_equal(local.same, threads.same)
+
+
 def test_interrupting_a_dask_campaign_cancels_its_tasks(hv):
     try:
         from dask.distributed import Client, LocalCluster

@@ -279,7 +279,11 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
     One engine for every model kind: ``frames = device.encode(X)``, each
     bit of the stream at ``site`` flips with probability ``eps``, the rest of
     the device runs on the noisy stream, and each trial's label is compared
-    with the clean label (and with ``y`` when given).
+    with the clean label (and with ``y`` when given). It is the campaign
+    engine with :class:`~firmware_sim.faults.BSC` at one point (same sampler,
+    fast paths and executors), seeded by ``random_state`` itself: with
+    ``random_state = SeedSequence(r).spawn(1)[0]`` it counts exactly what
+    ``run_campaign(device, X, BSC(eps), n_trials=..., random_state=r)`` does.
 
     Parameters
     ----------
@@ -288,16 +292,18 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
         Points, what ``device.encode`` takes.
     eps : float or array-like
         Flip probability in [0, 1]: one for every bit, or one per position of
-        the stream (for naive Bayes at the wire also one per feature, applied
-        to each of its copies). At an N-ary ECOC's intermediate results, the
-        probability that a symbol is replaced by a uniformly random other one.
+        the stream; a kind may take other shapes
+        (:meth:`~firmware_sim.contract.BaseDevice.channel_eps`: protected
+        naive Bayes at the wire takes one per feature, applied to each of its
+        copies). On an N-ary stream, the probability that a symbol is
+        replaced by a uniformly random other one.
     n_trials : int
         Independent trials per point (>= 1).
     random_state : None, int, SeedSequence or numpy Generator, optional
     y : array-like of int, shape (t,), optional
         True labels (class indices); ``correct`` then counts trials labelled ``y``.
     site : {"wire", "intermediate"}, optional
-        Default ``device.default_site`` (see :mod:`firmware_sim.campaign`).
+        Default ``device.default_site`` (see :mod:`firmware_sim.engine.campaign`).
     n_jobs : int, optional
         Threads (None: numba's thread count; -1: every CPU); the result does
         not depend on it.
@@ -306,6 +312,10 @@ def simulate(device, X, eps, n_trials, random_state=None, y=None, site=None, n_j
         at most, and at the end), in the calling thread: ``done`` of ``total
         = t * n_trials`` (point, trial) inferences. An exception it raises
         (``KeyboardInterrupt`` included) stops the run, threads too.
+    executor : firmware_sim.engine.Executor, optional
+        Where the batches run (default ``ThreadExecutor(n_jobs)``; a
+        :class:`~firmware_sim.engine.DaskExecutor` runs them on a cluster);
+        the result does not depend on it.
 
     Returns
     -------

@@ -22,7 +22,8 @@ faults) and can be re-parameterised for a sweep (:meth:`Fault.with_params`),
 which is how :func:`firmware_sim.run_campaign` drives it.
 
 A new fault model is one :class:`Fault` subclass plus :func:`register_fault`
-(:mod:`.registry`); the minimal protocol (``name``, ``target``, ``params``,
+(:mod:`.registry`), in a module of its own here that registers it at its
+bottom, as the built-in ones do (and one import line below); the minimal protocol (``name``, ``target``, ``params``,
 and ``apply_inplace`` or ``apply_container``) and the defaults of everything
 else are in :mod:`firmware_sim.faults.base`::
 
@@ -46,7 +47,7 @@ from .image import upset_bytes
 from .interleave import Interleave, copy_major_order
 from .registry import FAULTS, make_fault, register_fault
 from .stuck import StuckAt, feature_lines
-from .upset import ParameterUpset
+from .upset import ParameterUpset  # registration order: bsc, burst, stuck, seu
 
 __all__ = [
     "register_fault",
@@ -64,7 +65,3 @@ __all__ = [
     "upset_bytes",
     "draw_seed",
 ]
-
-for _cls in (BSC, GilbertElliott, StuckAt, ParameterUpset):
-    register_fault(_cls)
-del _cls

@@ -11,6 +11,7 @@ from ..channel import _flip_inplace, check_channel_eps
 from ..errors import DeviceError
 from ._common import check_masks, check_prob, draw_seed, gilbert_elliott_masks, n_words
 from .base import Fault
+from .registry import register_fault
 
 __all__ = ["BSC"]
 
@@ -101,3 +102,6 @@ class BSC(Fault):
         masks = np.empty((nrows, n_words(width)), np.uint64)
         _cut_rows(flat[0], nrows, width, masks)
         return masks
+
+
+register_fault(BSC)

@@ -10,6 +10,7 @@ from ..channel import check_random_state
 from ..errors import DeviceError
 from ._common import check_masks, check_prob, draw_seed, gilbert_elliott_masks, n_words
 from .base import Fault
+from .registry import register_fault
 
 __all__ = ["GilbertElliott"]
 
@@ -206,3 +207,6 @@ class GilbertElliott(Fault):
         gilbert_elliott_masks(masks.shape[0], width, self.p, self.r, self.eps_good, self.eps_bad,
                          self.continuous, self._seed(rng), masks, states)
         return states.reshape(shape)
+
+
+register_fault(GilbertElliott)

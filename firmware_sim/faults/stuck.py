@@ -7,6 +7,7 @@ from ..channel import _bernoulli_positions
 from ..errors import DeviceError
 from ._common import check_prob
 from .base import Fault
+from .registry import register_fault
 
 __all__ = ["StuckAt", "feature_lines"]
 
@@ -110,3 +111,6 @@ def feature_lines(copies, features):
         raise DeviceError(f"features must be in [0, {copies.size}); got {feats.tolist()}")
     parts = [np.arange(start[j], start[j] + copies[j]) for j in feats]
     return np.concatenate(parts) if parts else np.empty(0, np.int64)
+
+
+register_fault(StuckAt)

@@ -5,6 +5,7 @@ import numpy as np
 from ..artifact import Container, read_container, write_container
 from ..errors import DeviceError
 from .base import Fault
+from .registry import register_fault
 from .image import flip_bits_of_bytes, flip_positions, rate_or_count, upset_bytes
 
 __all__ = ["ParameterUpset"]
@@ -142,3 +143,6 @@ class ParameterUpset(Fault):
             offset += size
         return read_container(write_container(None, container.kind, arrays,
                                               container.meta or None))
+
+
+register_fault(ParameterUpset)

@@ -495,7 +495,7 @@ class ECOCDevice(Device):
 
     def _tree_depths(self):
         # one pass in node order, O(nodes): the loader guarantees that children come
-        # after their parent and that every node has one parent (check_ecoc), so a
+        # after their parent and that every node has one parent (check_container), so a
         # node's depth and column are final when it is reached; no recursion, no walk
         f, left, right = self._tf, self._tl.tolist(), self._tr.tolist()
         nn = f.shape[0]
