@@ -23,9 +23,10 @@ which is how :func:`firmware_sim.run_campaign` drives it.
 
 A new fault model is one :class:`Fault` subclass plus :func:`register_fault`
 (:mod:`.registry`), in a module of its own here that registers it at its
-bottom, as the built-in ones do (and one import line below); the minimal protocol (``name``, ``target``, ``params``,
-and ``apply_inplace`` or ``apply_container``) and the defaults of everything
-else are in :mod:`firmware_sim.faults.base`::
+bottom, as the built-in ones do (and one import line below). The minimal
+protocol (``name``, ``target``, ``params``, and ``apply_inplace`` or
+``apply_container``) and the defaults of everything else are in
+:mod:`firmware_sim.faults.base`::
 
     class MyFault(Fault):
         target = "bits"
