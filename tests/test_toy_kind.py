@@ -41,7 +41,7 @@ class ThermoDevice(Device):
     """Thresholds (d, L) int16 and class codes (c, d L) uint8; int16 frames."""
 
     kind = KIND
-    kind_code = 201
+    kind_code = 241
     frame_dtype = np.dtype(np.int16)
     default_site = "intermediate"
 
