@@ -31,7 +31,7 @@ from .onnx_utils import (FLOAT_INPUTS, ONNX_FORMAT_VERSION, class_labels_initial
                          save_model)
 
 __all__ = ["quantize_naive_bayes", "export_protected_nb", "protected_nb_to_onnx",
-           "ExportResult", "EXHAUSTIVE_MAX_FEATURES"]
+           "predicted_same_rate", "ExportResult", "EXHAUSTIVE_MAX_FEATURES"]
 
 #: Up to this many features the quantizer checks every one of the 2**n inputs.
 EXHAUSTIVE_MAX_FEATURES = 20
@@ -290,3 +290,25 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
         save_model(onnx_model, onnx_path)
     return ExportResult("protected_nb", blob, onnx_model, device, res, checked, 0,
                         {"scale_shift": shift})
+
+
+def predicted_same_rate(device, X, eps):
+    """The closed-form same-classification rate of a protected naive Bayes device
+    under a BSC on its wire bits: ``(mean, lower, upper, method)`` over the
+    points ``X``, from :func:`export.analytics.device_scp` (the SCP of the
+    device's integer model; exact up to ``DEVICE_SCP_EXACT_MAX`` features, else
+    certified bounds and their midpoint). What ``edgecode simulate`` prints
+    next to the measured rate (:mod:`export.simulate`).
+
+    Examples
+    --------
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([3, 2], -4, [1, 0], 0)
+    >>> mean, lo, hi, method = predicted_same_rate(dev, [[1, 1], [1, 0]], 0.1)
+    >>> round(mean, 4), method
+    (0.8888, 'exact')
+    """
+    from .analytics import device_scp
+
+    scp, lo, hi, method = device_scp(device, X, eps)
+    return float(scp.mean()), float(lo.mean()), float(hi.mean()), method

@@ -467,7 +467,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
 
     def _make_code(self, n_classes, seed):
         if isinstance(self.code, str):
-            from edgecode.ecoc import make_code  # the code designs (another module)
+            from .codes import make_code          # the code designs (another module)
             M = make_code(self.code, n_classes, self.n_columns, N=self.N, random_state=seed)
             code, n_sym = check_code_matrix(M, n_classes, name=f"make_code({self.code!r})")
             return code, max(n_sym, int(self.N))
