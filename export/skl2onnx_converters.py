@@ -88,7 +88,7 @@ def _convert(scope, operator, container):
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
     from onnx import TensorProto, numpy_helper
 
-    from edgecode.ecoc.classifier import _ConstantSymbol
+    from edgecode.ecoc.learners import ConstantSymbol
 
     model = operator.raw_operator
     opv = container.target_opset
@@ -104,7 +104,7 @@ def _convert(scope, operator, container):
                      np.array([1], np.int64), op_version=opv)
     columns = []
     for j, (est, idx) in enumerate(zip(model.estimators_, model.feature_indices_)):
-        if isinstance(est, _ConstantSymbol):
+        if isinstance(est, ConstantSymbol):
             value = numpy_helper.from_array(np.array([int(est.classes_[0])], np.int64))
             col = OnnxConstantOfShape(OnnxConcat(n_of, np.array([1], np.int64), axis=0,
                                                  op_version=opv),
