@@ -269,7 +269,7 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
-    """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
+    """Demo stage (see :func:`export.demo_campaign.run_demo_stage`)."""
     from export.demo_campaign import run_demo_stage as _stage
     return _stage(out_dir, trials=trials, stream=stream)
 

@@ -80,7 +80,7 @@ def _ecoc_binary_outcomes(masks, row0, n_trials, clean_words, code, used, unused
     (``2 popcount((w ^ c) & used) + unused``, first minimum). A row with at
     most ``radius[p]`` errors keeps the clean label without decoding (each
     error moves every doubled distance by at most 2; see
-    ``firmware_sim.campaign._flip_radius``)."""
+    ``firmware_sim.ecoc.flip_radius``)."""
     has_y = y.shape[0] == same.shape[0]
     nw = masks.shape[1]
     c = code.shape[0]
