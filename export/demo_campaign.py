@@ -31,7 +31,7 @@ def house_votes_devices(budget_bits=32, plan_eps=0.1):
 
     Returns
     -------
-    data : edgecode.datasets.Dataset
+    data : edgecode.datasets.BinaryDataset
         House votes (435 points, 16 binary features).
     devices : dict
         ``"none"``, ``"uniform"`` and ``"greedy"`` (seed 000, Algorithm 2,

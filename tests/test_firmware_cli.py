@@ -49,8 +49,8 @@ def artifacts(tmp_path_factory):
     import contextlib
     import io
 
-    from edgecode.datasets import load
     from edgecode.naive_bayes import BinaryNaiveBayes
+    from export.data import load_binary
     from export.naive_bayes import export_protected_nb
 
     d = tmp_path_factory.mktemp("artifacts")
@@ -68,7 +68,7 @@ def artifacts(tmp_path_factory):
         out[name] = d / f"{name}.edgc"
         with contextlib.redirect_stdout(quiet):
             assert main([str(a) for a in argv] + ["--out", str(out[name])]) == 0, name
-    data = load(str(DNA), positive="ei")
+    data = load_binary(str(DNA), positive="ei")
     out["nb"] = d / "nb.edgc"
     nb = BinaryNaiveBayes().fit(data.X, data.y)          # 180 features, repetitions 0..2
     export_protected_nb(nb, np.arange(180) % 3, container_path=out["nb"], X_check=data.X,

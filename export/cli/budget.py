@@ -200,6 +200,7 @@ def _space(args):
 def _cmd_budget(args):
     from ._args import flip_probability
     from ._args import parse_sets
+    from export.data import data_options
 
     eps = flip_probability(_first_number(args.eps), "--eps")
     if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
@@ -225,19 +226,6 @@ def _cmd_budget(args):
                sim_samples=args.sim_samples, random_state=args.seed, test_size=args.test_size,
                max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,
                ram_objective=args.ram_objective, data_options=data_options(args))
-
-
-def data_options(args):
-    """``--label``, ``--ignore``, ``--positive`` as :func:`export.data.load_table` options."""
-    from export.data import _columns
-    opts = {}
-    if getattr(args, "label", None) is not None:
-        opts["label"] = args.label
-    if getattr(args, "ignore", None):
-        opts["ignore"] = _columns("--ignore", args.ignore)
-    if getattr(args, "positive", None) is not None:
-        opts["positive"] = args.positive
-    return opts
 
 
 def _first_number(text):

@@ -311,7 +311,7 @@ _LABEL_HELP = ("label column of a --data CSV (default: the one the artifact reco
 
 
 def data_options(args):
-    from .budget import data_options as _opts
+    from export.data import data_options as _opts
     return _opts(args)
 
 

@@ -262,5 +262,5 @@ def register(sub):
 
 
 def _data_options(args):
-    from .budget import data_options
+    from export.data import data_options
     return data_options(args)
