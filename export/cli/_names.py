@@ -9,6 +9,7 @@ DESIGNS = ("one_vs_all", "one_vs_one", "exhaustive", "dense_random", "sparse_ran
 #: ``sorted(firmware_sim.faults.FAULTS)`` (the built-in fault models)
 FAULTS = ("bsc", "burst", "seu", "stuck")
 #: ``sorted(export.firmware.TARGETS)``
-TARGETS = ("cortex-m0plus", "cortex-m3", "cortex-m4", "host")
+TARGETS = ("atmega2560", "atmega328p", "cortex-m0plus", "cortex-m3", "cortex-m4", "host",
+           "rv32imac")
 #: ``edgecode.datasets.NAMES`` (bundled binary datasets of ``plan``)
 BINARY_DATASETS = ("house_votes", "nltcs", "dna")

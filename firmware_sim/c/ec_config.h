@@ -12,9 +12,6 @@
  * EC_WITH_FLOAT 1 (here or -DEC_WITH_FLOAT=1) adds ec_quantize_float and
  * ec_quantize_double (float and double raw features, computed in integers
  * from their IEEE bit patterns); without it no float type appears.
- *
- * EC_ROM_FAR 1 (AVR only) reads the image through 24-bit __memx pointers:
- * an image beyond the first 64 KB of flash (edgecode_rt.h, EC_ROM).
  */
 #ifndef EC_CONFIG_H
 #define EC_CONFIG_H

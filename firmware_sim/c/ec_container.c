@@ -160,6 +160,7 @@ static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
 }
 
 /* ---- ec_image_open ------------------------------------------------------------ */
+EC_AVR_WORKAROUND
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
     uint32_t total, n, i, j, crc;
@@ -284,8 +285,12 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
             if (len != 0u && s >= cursor && s < best) { best = s; best_end = s + len; }
         }
         p = best <= total ? best : (uint64_t)total;
-        for (; cursor < p; cursor++) {
-            if (buf[cursor] != 0u) return EC_ERR_TABLE;
+        {   /* the gap [cursor, p) lies inside total_size: 32-bit offsets */
+            uint32_t at = (uint32_t)cursor, stop = (uint32_t)p;
+            for (; at < stop; at++) {
+                if (buf[at] != 0u) return EC_ERR_TABLE;
+            }
+            cursor = p;
         }
         if (best > total) break;
         cursor = best_end;
@@ -316,6 +321,7 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     return EC_OK;
 }
 
+EC_AVR_WORKAROUND
 ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
 {
     uint32_t i, k;

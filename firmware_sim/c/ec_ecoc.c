@@ -533,9 +533,11 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
                 for (k = 0; k < words; k++) {
                     uint64_t want = 0;
                     uint32_t j0 = k * 64u, j1 = m - j0 < 64u ? m : j0 + 64u;
-                    for (j = j0; j < j1; j++)
-                        if (wd == 0 ? row[j] == 1 : row[j] >= 0)
+                    for (j = j0; j < j1; j++) {
+                        int16_t v = row[j];
+                        if (wd == 0 ? v == 1 : v >= 0)
                             want |= (uint64_t)1u << (j - j0);
+                    }
                     if (packed[(uint32_t)r * words + k] != want)
                         return EC_ERR_RULE;
                 }

@@ -46,6 +46,15 @@ struct ec_kind_ops {
 typedef ec_status ec_quantize_fn(const ec_model *model, const void *x, int type,
                                  int16_t *frame);
 
+/* avr-gcc 5.4 (Debian's gcc-avr) crashes in its induction-variable pass on
+ * some loops over __flash data (an internal compiler error): the functions
+ * concerned carry EC_AVR_WORKAROUND, which turns that pass off for them. */
+#if defined(__AVR__) && defined(__GNUC__)
+#define EC_AVR_WORKAROUND __attribute__((optimize("no-ivopts")))
+#else
+#define EC_AVR_WORKAROUND
+#endif
+
 /* The kind table (ec_model.c): the operations of a compiled-in kind, NULL
  * for any other code. */
 const EC_ROM ec_kind_ops *ec_kind_find(uint32_t kind);

@@ -68,18 +68,19 @@ typedef enum {
 
 /* EC_ROM: the address space of the image and of the runtime's constant
  * tables, carried by every pointer into them. Empty (plain memory) except on
- * AVR, where const data would be copied into the few KB of RAM: there it is
- * __flash (read with LPM from the first 64 KB of flash), or __memx (24-bit
- * pointers reaching all the flash, for an image beyond 64 KB on the
- * ATmega1280/2560) when EC_ROM_FAR is 1. A project may define EC_ROM itself
- * (say, to an empty qualifier for an image received into RAM). Named
- * address spaces are a C extension of avr-gcc (ISO/IEC TR 18037): compile
- * the runtime as C (gnu99 or c99), not C++. */
+ * AVR, where const data would otherwise be copied into the few KB of RAM:
+ * there it is __flash, read in place with LPM from the first 64 KB of flash
+ * (the image and the runtime's tables must lie there; the code may go
+ * above, as on the ATmega2560). __flash is a GNU C extension (ISO/IEC TR
+ * 18037 named address spaces): compile the runtime as GNU C (-std=gnu99),
+ * not strict C99 nor C++. A project may define EC_ROM itself (say, empty on
+ * AVR for an image received into RAM). */
 #ifndef EC_ROM
-#if defined(__AVR__) && defined(__FLASH) && !(defined(EC_ROM_FAR) && EC_ROM_FAR)
+#if defined(__AVR__) && defined(__FLASH)
+#if defined(__STRICT_ANSI__)
+#error "edgecode on AVR reads the image from flash through __flash: compile with -std=gnu99"
+#endif
 #define EC_ROM __flash
-#elif defined(__AVR__) && defined(__MEMX) && defined(EC_ROM_FAR) && EC_ROM_FAR
-#define EC_ROM __memx
 #else
 #define EC_ROM
 #endif
