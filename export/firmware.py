@@ -642,8 +642,9 @@ def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=Tr
         for job in compiled:
             job.result()
     san = ["-fsanitize=address,undefined"] if sanitize else []
-    _run([t.cc] + list(t.cpu_flags) + san + t.runner_link(d) + runtime_objs
-         + [Path(src).stem + ".o" for src, _ in runner_units] + ["-o", str(runner)], bdir)
+    _run([t.cc] + list(t.cpu_flags) + san + t.runner_link(d) + t.measure_link()
+         + runtime_objs + [Path(src).stem + ".o" for src, _ in runner_units]
+         + ["-o", str(runner)], bdir)
     compile_s = time.perf_counter() - t0
     out = FirmwareBuild(str(d), t.name, str(runner), None, compile_s=compile_s)
     if t.family == "avr":
@@ -652,12 +653,16 @@ def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=Tr
         return out
     pname = bdir / ("probe" + t.ext)
     pobjs = runtime_objs + ["probe.o"] + [Path(u).stem + ".o" for u in t.probe_units()]
-    _run([t.cc] + list(t.cpu_flags) + t.probe_link(d) + pobjs + t.probe_libs()
-         + ["-o", str(pname)], bdir)
+    _run([t.cc] + list(t.cpu_flags) + t.probe_link(d) + t.measure_link() + pobjs
+         + t.probe_libs() + ["-o", str(pname)], bdir)
     sections = _sections(t.size_tool, pname)
+    flash = int(t.flash_sections(sections))
     if t.family == "avr":
         _check_low_flash(t, pname)
-        if harness is not None:
+        if flash > t.part.flash_bytes:
+            stack = 0
+            out.stack_note = "not measured: the probe does not fit the part's flash"
+        elif harness is not None:
             stack = _measure(t, d, ["--probe"], "probe.elf", bdir)["stack_peak"]
             out.stack_note = "peak under simavr, one all-zero frame"
         else:
@@ -669,7 +674,7 @@ def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=Tr
     ram = (sections.get(".data", 0) + sections.get(".bss", 0)
            if t.family in ("host", "arm") else t.ram_sections(sections)) + stack
     out.probe = str(pname)
-    out.flash_bytes = int(t.flash_sections(sections))
+    out.flash_bytes = flash
     out.ram_bytes, out.stack_bytes = int(ram), int(stack)
     out.sections = sections
     return out

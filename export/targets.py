@@ -167,6 +167,13 @@ class Target:
                           '-DEC_COUNTS_FILE="counts.txt"'])],
         }[self.family]
 
+    def measure_link(self):
+        """Link flags of :func:`export.firmware.build_firmware` only (not the
+        Makefile's): on AVR the part's flash limit is lifted, so that a model
+        too large for it links and its size is reported against the part (an
+        error naming the factor) rather than as a linker error."""
+        return ["-Wl,--defsym=__TEXT_REGION_LENGTH__=0x800000"] if self.family == "avr" else []
+
     def runner_link(self, d):
         """Link flags of the runner (``d``: the firmware folder)."""
         return {
