@@ -117,7 +117,7 @@ static int ec_name_eq(const EC_ROM uint8_t *a, const EC_ROM uint8_t *b)
 }
 
 /* a validated name field against a C string */
-static int ec_name_is(const EC_ROM uint8_t *field, const char *name)
+static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 {
     uint32_t i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
@@ -128,8 +128,8 @@ static int ec_name_is(const EC_ROM uint8_t *field, const char *name)
     return 0;   /* name longer than 31 characters: never stored */
 }
 
-static const char ec_meta_name[] = "__meta__";
-static const char ec_classes_name[] = "__classes__";
+static const EC_ROM char ec_meta_name[] = "__meta__";
+static const EC_ROM char ec_classes_name[] = "__classes__";
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
@@ -322,7 +322,7 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 }
 
 EC_AVR_WORKAROUND
-ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
+ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
     uint32_t i, k;
     if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
@@ -341,15 +341,15 @@ ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
     return EC_ERR_SCHEMA;
 }
 
-ec_status ec_image_require(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
-                           ec_array *out)
+ec_status ec_image_require(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                           uint8_t ndim, ec_array *out)
 {
     if (ec_image_find(img, name, out) != EC_OK) return EC_ERR_SCHEMA;
     if (out->dtype != dtype || out->ndim != ndim) return EC_ERR_SCHEMA;
     return EC_OK;
 }
 
-int ec_image_has(const ec_image *img, const char *name)
+int ec_image_has(const ec_image *img, const EC_ROM char *name)
 {
     return ec_image_find(img, name, NULL) == EC_OK;
 }

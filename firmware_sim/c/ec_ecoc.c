@@ -60,8 +60,8 @@ EC_STATE_FITS(ec_ecoc_state);
 /* ---- array access -------------------------------------------------------- */
 
 /* One-dimensional array of exactly `n` entries. */
-static ec_status get_vector(const ec_image *img, const char *name, uint8_t dtype, uint64_t n,
-                            ec_array *a)
+static ec_status get_vector(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                            uint64_t n, ec_array *a)
 {
     ec_status s = ec_image_require(img, name, dtype, 1u, a);
     if (s != EC_OK)
@@ -231,19 +231,19 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
     uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
     uint64_t sum;
 
-    if ((s = ec_image_require(img, "lin_weights", EC_I32, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("lin_weights"), EC_I32, 2u, &a)) != EC_OK)
         return s;
     if ((uint64_t)a.shape[0] != d)
         return EC_ERR_SCHEMA;
     k = a.shape[1];
     w = AS(int32_t, a);
-    if ((s = get_vector(img, "lin_bias", EC_I64, k, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("lin_bias"), EC_I64, k, &a)) != EC_OK)
         return s;
     b = AS(int64_t, a);
-    if ((s = get_vector(img, "col_n_out", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_n_out"), EC_I32, m, &a)) != EC_OK)
         return s;
     n_out = AS(int32_t, a);
-    if ((s = get_vector(img, "col_out_offset", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_out_offset"), EC_I32, m, &a)) != EC_OK)
         return s;
     out_off = AS(int32_t, a);
 
@@ -298,23 +298,23 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     uint64_t refs;
     int side;
 
-    if ((s = ec_image_require(img, "tree_feature", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("tree_feature"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_nodes = a.shape[0];
     feat = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_threshold", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_threshold"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     thr = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_left", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_left"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     left = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_right", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_right"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     right = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_leaf", EC_I16, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_leaf"), EC_I16, n_nodes, &a)) != EC_OK)
         return s;
     leaf = AS(int16_t, a);
-    if ((s = get_vector(img, "tree_root", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_root"), EC_I32, m, &a)) != EC_OK)
         return s;
     root = AS(int32_t, a);
     /* 4-byte nodes in a file under 4 GiB: fewer than 2^30 of them */
@@ -396,10 +396,10 @@ static void clear_model(ec_ecoc_state *mo)
     mo->n_nodes = 0;
 }
 
-static const char *const linear_arrays[] = {"lin_weights", "lin_bias", "col_out_offset",
-                                            "col_n_out"};
-static const char *const tree_arrays[] = {"tree_feature", "tree_threshold", "tree_left",
-                                          "tree_right", "tree_leaf", "tree_root"};
+/* the arrays of each learner kind: NUL-terminated names, then an empty one */
+static const EC_ROM char linear_arrays[] = "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0";
+static const EC_ROM char tree_arrays[] =
+    "tree_feature\0tree_threshold\0tree_left\0tree_right\0tree_leaf\0tree_root\0";
 
 static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 {
@@ -408,14 +408,14 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     const EC_ROM int16_t *code, *cls;
     const EC_ROM int32_t *unused, *n_cls, *cls_off;
     const EC_ROM uint64_t *center;
-    uint32_t c, m, d, r, j, words, wd, n_other;
+    uint32_t c, m, d, r, j, words, wd;
     int32_t n_sym, max_code;
     uint64_t total, sum;
     uint8_t kind;
-    const char *const *other;
+    const EC_ROM char *other;
 
     /* rule 1: the code */
-    if ((s = ec_image_require(img, "code", EC_I16, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("code"), EC_I16, 2u, &a)) != EC_OK)
         return s;
     c = a.shape[0];
     m = a.shape[1];
@@ -432,13 +432,13 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
                 max_code = v;
         }
     /* rule 2: the alphabet */
-    if ((s = get_vector(img, "n_symbols", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("n_symbols"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_sym = AS(int32_t, a)[0];
     if (n_sym != (max_code + 1 > 2 ? max_code + 1 : 2))
         return EC_ERR_RULE;
     /* rule 3: unused entries per row */
-    if ((s = get_vector(img, "unused_count", EC_I32, c, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("unused_count"), EC_I32, c, &a)) != EC_OK)
         return s;
     unused = AS(int32_t, a);
     for (r = 0; r < c; r++) {
@@ -449,7 +449,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
             return EC_ERR_RULE;
     }
     /* rule 4: learner symbol counts, their table and its running offsets */
-    if ((s = get_vector(img, "col_n_cls", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_n_cls"), EC_I32, m, &a)) != EC_OK)
         return s;
     n_cls = AS(int32_t, a);
     total = 0;
@@ -458,10 +458,10 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
             return EC_ERR_RULE;
         total += (uint64_t)n_cls[j];
     }
-    if ((s = get_vector(img, "col_classes", EC_I16, total, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_classes"), EC_I16, total, &a)) != EC_OK)
         return s;
     cls = AS(int16_t, a);
-    if ((s = get_vector(img, "col_cls_offset", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_cls_offset"), EC_I32, m, &a)) != EC_OK)
         return s;
     cls_off = AS(int32_t, a);
     sum = 0;
@@ -487,7 +487,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
                 return EC_ERR_RULE;
     }
     /* rule 6: the input quantizer (host side; only finiteness matters here) */
-    if ((s = ec_image_require(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("in_center"), EC_F64, 1u, &a)) != EC_OK)
         return s;
     d = a.shape[0];
     center = AS(uint64_t, a);
@@ -496,7 +496,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     for (j = 0; j < d; j++)
         if (((center[j] >> 52) & 0x7FFu) == 0x7FFu) /* NaN or infinity */
             return EC_ERR_RULE;
-    if ((s = get_vector(img, "in_shift", EC_I8, d, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("in_shift"), EC_I8, d, &a)) != EC_OK)
         return s;
     mo->in_center_bits = center;          /* for ec_quantize (host side of the contract) */
     mo->in_shift = AS(int8_t, a);
@@ -515,12 +515,12 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     if (n_sym == 2) {
         const EC_ROM uint64_t *bits, *used;
         words = (uint32_t)(((uint64_t)m + 63u) / 64u);
-        if ((s = ec_image_require(img, "code_bits", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, EC_STR("code_bits"), EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
         bits = AS(uint64_t, a);
-        if ((s = ec_image_require(img, "code_used", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, EC_STR("code_used"), EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
@@ -546,23 +546,23 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
         mo->code_bits = bits;
         mo->code_used = used;
         mo->code_words = words;
-    } else if (ec_image_has(img, "code_bits") || ec_image_has(img, "code_used")) {
+    } else if (ec_image_has(img, EC_STR("code_bits")) || ec_image_has(img, EC_STR("code_used"))) {
         return EC_ERR_RULE;
     }
 
     /* rule 8: the learner kind, without the other kind's arrays */
-    if ((s = get_vector(img, "learner_kind", EC_U8, 1u, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("learner_kind"), EC_U8, 1u, &a)) != EC_OK)
         return s;
     kind = a.data[0];
     if (kind != 1u && kind != 2u)
         return EC_ERR_RULE;
     mo->learner_kind = kind;
-    other = kind == 1u ? tree_arrays : linear_arrays;
-    n_other = kind == 1u ? (uint32_t)(sizeof tree_arrays / sizeof tree_arrays[0])
-                         : (uint32_t)(sizeof linear_arrays / sizeof linear_arrays[0]);
-    for (j = 0; j < n_other; j++)
-        if (ec_image_has(img, other[j]))
+    for (other = kind == 1u ? tree_arrays : linear_arrays; *other != 0; other++) {
+        if (ec_image_has(img, other))
             return EC_ERR_RULE;
+        while (*other != 0) /* to the end of this name */
+            other++;
+    }
     return kind == 1u ? open_linear(img, mo, n_cls) : open_trees(img, mo);
 }
 

@@ -46,6 +46,23 @@ struct ec_kind_ops {
 typedef ec_status ec_quantize_fn(const ec_model *model, const void *x, int type,
                                  int16_t *frame);
 
+/* The alignment of int64_t (8 on 32- and 64-bit cores, 1 on AVR): what
+ * ec_infer asks of the workspace. */
+typedef struct {
+    char c;
+    int64_t v;
+} ec_align_int64;
+#define EC_ALIGN_INT64 ((uintptr_t)offsetof(ec_align_int64, v))
+
+/* EC_STR("name"): a string constant in ROM (the array names the openers
+ * look up), of type const EC_ROM char *: on AVR a static __flash array (a
+ * literal would be copied into RAM), elsewhere the literal itself. */
+#if defined(EC_ROM_IS_FLASH)
+#define EC_STR(s) (__extension__({ static const EC_ROM char ec_str_[] = s; &ec_str_[0]; }))
+#else
+#define EC_STR(s) (s)
+#endif
+
 /* avr-gcc 5.4 (Debian's gcc-avr) crashes in its induction-variable pass on
  * some loops over __flash data (an internal compiler error): the functions
  * concerned carry EC_AVR_WORKAROUND, which turns that pass off for them. */

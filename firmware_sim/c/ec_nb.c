@@ -33,17 +33,17 @@ static ec_status nb_open(const ec_image *img, ec_model *model, uint32_t *n_class
     int32_t s;
 
     /* 1. schema */
-    if (ec_image_require(img, "repetitions", EC_U16, 1u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ec_image_require(img, EC_STR("repetitions"), EC_U16, 1u, &a) != EC_OK) return EC_ERR_SCHEMA;
     n = a.shape[0];
     r = (const EC_ROM uint16_t *)(const EC_ROM void *)a.data;
     if (n < 1u) return EC_ERR_SCHEMA;
-    if (ec_image_require(img, "weights", EC_I32, 1u, &a) != EC_OK || a.shape[0] != n)
+    if (ec_image_require(img, EC_STR("weights"), EC_I32, 1u, &a) != EC_OK || a.shape[0] != n)
         return EC_ERR_SCHEMA;
     wv = (const EC_ROM int32_t *)(const EC_ROM void *)a.data;
-    if (ec_image_require(img, "bias", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
+    if (ec_image_require(img, EC_STR("bias"), EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
         return EC_ERR_SCHEMA;
     b = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
-    if (ec_image_require(img, "scale_shift", EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
+    if (ec_image_require(img, EC_STR("scale_shift"), EC_I32, 1u, &a) != EC_OK || a.shape[0] != 1u)
         return EC_ERR_SCHEMA;
     s = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
     /* 2. scale_shift in [0, 62] */

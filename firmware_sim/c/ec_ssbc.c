@@ -67,7 +67,8 @@ static const EC_ROM uint16_t ssbc_lut[SSBC_LUT_LEN] = {
 };
 
 /* a shape-(1,) scalar */
-static ec_status ssbc_scalar(const ec_image *img, const char *name, uint8_t dtype, ec_array *a)
+static ec_status ssbc_scalar(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                             ec_array *a)
 {
     if (ec_image_require(img, name, dtype, 1u, a) != EC_OK || a->shape[0] != 1u)
         return EC_ERR_SCHEMA;
@@ -179,7 +180,7 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
     const EC_ROM int64_t *tv;
     const EC_ROM uint16_t *lv;
     /* 1. anchors int16 (m, d), m, d >= 1, entries in [-32767, 32767] */
-    if (ec_image_require(img, "anchors", EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ec_image_require(img, EC_STR("anchors"), EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
     mm = a.shape[0];
     d = a.shape[1];
     if (mm < 1u || d < 1u) return EC_ERR_SCHEMA;
@@ -189,19 +190,19 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
         if (av[i] == -32768) return EC_ERR_RULE;
     }
     /* 2. input_shift in [-30, 30] */
-    if (ssbc_scalar(img, "input_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, EC_STR("input_shift"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
     input_shift = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
     if (input_shift < -30 || input_shift > 30) return EC_ERR_RULE;
     /* 3. sigma finite and > 0 (bit tests: sign 0, exponent not all ones, not 0) */
-    if (ssbc_scalar(img, "sigma", EC_F64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, EC_STR("sigma"), EC_F64, &a) != EC_OK) return EC_ERR_SCHEMA;
     sigma_bits = *(const EC_ROM uint64_t *)(const EC_ROM void *)a.data;
     if ((sigma_bits >> 63) != 0u || ((sigma_bits >> 52) & 0x7FFu) == 0x7FFu || sigma_bits == 0u)
         return EC_ERR_RULE;
     /* 4. exp_mult in [1, 2^62 - 1]; dist_clamp >= 0; product in [17 2^56, 2^63) */
-    if (ssbc_scalar(img, "exp_mult", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, EC_STR("exp_mult"), EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
     mult = *(const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     if (mult < 1 || mult > (int64_t)(((uint64_t)1 << 62) - 1u)) return EC_ERR_RULE;
-    if (ssbc_scalar(img, "dist_clamp", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, EC_STR("dist_clamp"), EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
     clamp = *(const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     if (clamp < 0) return EC_ERR_RULE;
     if (clamp > INT64_MAX / mult) return EC_ERR_RULE;             /* product >= 2^63 */
@@ -215,22 +216,22 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
         if ((uint64_t)clamp != want) return EC_ERR_RULE;
     }
     /* 7. exp_lut is the table */
-    if (ec_image_require(img, "exp_lut", EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
+    if (ec_image_require(img, EC_STR("exp_lut"), EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
         return EC_ERR_SCHEMA;
     lv = (const EC_ROM uint16_t *)(const EC_ROM void *)a.data;
     for (i = 0; i < SSBC_LUT_LEN; i++) {
         if (lv[i] != ssbc_lut[i]) return EC_ERR_RULE;
     }
     /* 8. projection int16 (m, k), k >= 1; projection_shift; |thresholds| < 2^62 */
-    if (ec_image_require(img, "projection", EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
+    if (ec_image_require(img, EC_STR("projection"), EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
         return EC_ERR_SCHEMA;
     k = a.shape[1];
     pv = (const EC_ROM int16_t *)(const EC_ROM void *)a.data;
     if (k < 1u) return EC_ERR_SCHEMA;
-    if (ssbc_scalar(img, "projection_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ssbc_scalar(img, EC_STR("projection_shift"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
     projection_shift = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
     if (projection_shift < -30 || projection_shift > 30) return EC_ERR_RULE;
-    if (ec_image_require(img, "thresholds", EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
+    if (ec_image_require(img, EC_STR("thresholds"), EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
         return EC_ERR_SCHEMA;
     tv = (const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     for (i = 0; i < k; i++) {
@@ -259,13 +260,13 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
     m->knn_k = 0;
 
     /* 10. the optional labelled table */
-    if (ec_image_has(img, "table_codes")) {
+    if (ec_image_has(img, EC_STR("table_codes"))) {
         uint64_t nb = ((uint64_t)k + 7u) / 8u;
         uint32_t T, t, pad = k % 8u;
         int32_t nc, knn_k;
         const EC_ROM int32_t *labels;
         const EC_ROM uint8_t *codes;
-        if (ec_image_require(img, "table_codes", EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
+        if (ec_image_require(img, EC_STR("table_codes"), EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
             return EC_ERR_SCHEMA;
         T = a.shape[0];
         codes = a.data;
@@ -275,16 +276,16 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
                 if ((codes[(uint64_t)t * nb + nb - 1u] >> pad) != 0u) return EC_ERR_RULE;
             }
         }
-        if (ec_image_require(img, "table_labels", EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
+        if (ec_image_require(img, EC_STR("table_labels"), EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
             return EC_ERR_SCHEMA;
         labels = (const EC_ROM int32_t *)(const EC_ROM void *)a.data;
-        if (ssbc_scalar(img, "n_classes", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        if (ssbc_scalar(img, EC_STR("n_classes"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
         nc = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
         if (nc < 1 || (int64_t)nc > (int64_t)T) return EC_ERR_RULE;
         for (t = 0; t < T; t++) {
             if (labels[t] < 0 || labels[t] >= nc) return EC_ERR_RULE;
         }
-        if (ssbc_scalar(img, "knn_k", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        if (ssbc_scalar(img, EC_STR("knn_k"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
         knn_k = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
         if (knn_k < 1 || (int64_t)knn_k > (int64_t)T) return EC_ERR_RULE;
         m->has_table = 1;
@@ -294,8 +295,8 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
         m->n_classes = nc;
         m->knn_k = knn_k;
     } else {
-        if (ec_image_has(img, "table_labels") || ec_image_has(img, "n_classes") ||
-            ec_image_has(img, "knn_k"))
+        if (ec_image_has(img, EC_STR("table_labels")) || ec_image_has(img, EC_STR("n_classes")) ||
+            ec_image_has(img, EC_STR("knn_k")))
             return EC_ERR_SCHEMA;
     }
     *n_classes = m->has_table ? (uint32_t)m->n_classes : 0u;
@@ -358,7 +359,7 @@ static ec_status ssbc_infer(const ec_model *model, const int16_t *frame, int32_t
     uint32_t j, i, b, k, d;
     int64_t *acc;
     if (workspace == NULL) return EC_ERR_ARG;
-    if (((uintptr_t)workspace % 8u) != 0u) return EC_ERR_ALIGN;
+    if (((uintptr_t)workspace % EC_ALIGN_INT64) != 0u) return EC_ERR_ALIGN;
     if ((uint64_t)workspace_bytes < ssbc_workspace64(m)) return EC_ERR_WORKSPACE;
     k = m->n_bits;
     d = m->n_features;

@@ -10,7 +10,7 @@
  * The runtime uses <stdint.h> and <stddef.h> only: no libc calls, no
  * floating point on the inference path, no recursion, no dynamic memory.
  * Scratch memory is a caller-provided workspace of ec_workspace_bytes()
- * bytes (8-byte aligned).
+ * bytes (aligned as int64_t: 8 bytes, 1 on AVR; a uint64_t array is).
  */
 #ifndef EDGECODE_RT_H
 #define EDGECODE_RT_H
@@ -81,6 +81,7 @@ typedef enum {
 #error "edgecode on AVR reads the image from flash through __flash: compile with -std=gnu99"
 #endif
 #define EC_ROM __flash
+#define EC_ROM_IS_FLASH 1
 #else
 #define EC_ROM
 #endif
@@ -114,14 +115,15 @@ typedef struct {
 /* Verify header, table and CRC-32 of buf[0..size) and fill *img; the kind
  * must be one compiled in (EC_ERR_KIND otherwise). */
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img);
-/* Find array `name` (NUL-terminated); EC_ERR_SCHEMA if absent. */
-ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out);
+/* Find array `name` (NUL-terminated, in ROM: EC_STR in ec_kind.h); EC_ERR_SCHEMA
+ * if absent. */
+ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out);
 /* Array `name` with `dtype` and `ndim` dimensions; EC_ERR_SCHEMA if absent
  * or of another dtype or rank (the kinds' openers check the shape). */
-ec_status ec_image_require(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
-                           ec_array *out);
+ec_status ec_image_require(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                           uint8_t ndim, ec_array *out);
 /* 1 if the image has an array called `name`, else 0. */
-int ec_image_has(const ec_image *img, const char *name);
+int ec_image_has(const ec_image *img, const EC_ROM char *name);
 /* CRC-32 (IEEE 802.3, zlib) of the image skipping bytes 20..23. */
 uint32_t ec_crc32_image(const EC_ROM uint8_t *buf, uint32_t size);
 
