@@ -907,9 +907,17 @@ def run_firmware_measured(out_dir, frames, target="host", timeout=600):
     missing = toolchain_missing(target, run=True)
     if missing:
         raise RuntimeError(f"cannot run {t.name}: {missing}")
-    if t.simavr is not None and not Path(cmd[0]).is_file():
-        raise RuntimeError(f"{d} has no simavr harness build/ec_simavr: run build_firmware "
-                           f"for {t.name} first")
+    if t.simavr is not None:
+        if not Path(cmd[0]).is_file():
+            raise RuntimeError(f"{d} has no simavr harness build/ec_simavr: run "
+                               f"build_firmware for {t.name} first")
+        flash = t.flash_sections(_sections(t.size_tool, d / "runner.elf"))
+        if flash > t.part.flash_bytes:
+            raise RuntimeError(
+                f"{t.name}: the runner ({flash:,} B of flash: the size probe plus the code "
+                f"that talks to the simavr harness) does not fit the part's "
+                f"{t.part.flash_bytes:,} B, so simavr cannot run it; check a smaller model, "
+                "or this one on a larger part (atmega2560)")
     counts = d / "counts.txt"
     counts.unlink(missing_ok=True)
     if t.simavr is None:
