@@ -53,7 +53,8 @@ FAULTS = RegistryChoices("firmware_sim.faults", "FAULTS", ("bsc", "burst", "seu"
 DESIGNS = ("one_vs_all", "one_vs_one", "exhaustive", "dense_random", "sparse_random",
            "hadamard", "nary", "nary_random", "bch", "annealed")
 #: ``sorted(export.firmware.TARGETS)``
-TARGETS = ("cortex-m0plus", "cortex-m3", "cortex-m4", "host")
+TARGETS = ("atmega2560", "atmega328p", "cortex-m0plus", "cortex-m3", "cortex-m4", "host",
+           "rv32imac")
 #: ``edgecode.datasets.NAMES`` (bundled binary datasets of ``plan``)
 BINARY_DATASETS = ("house_votes", "nltcs", "dna")
 
