@@ -82,7 +82,8 @@ def _baseline(task, code, learner, prof, flt, seed, sim_samples):
     import warnings
 
     from edgecode.ecoc.classifier import ECOCClassifier
-    from export._budget_space import Fitted, _learner
+    from export._budget_space import Fitted
+    from export.kinds.ecoc import learner as _learner
     from export.budget import _memory, _predict, _simulate
     from export.ecoc import export_ecoc
     from firmware_sim.profiles import estimate
@@ -117,14 +118,14 @@ def run(name, args):
         designs=("one_vs_all", "dense_random", "nary"), nary_N=(3,), tree_depths=(4,),
         ssbc_bits=(32,))
     t0 = time.perf_counter()
-    res = search(data, args.profile, args.eps, space=space, seed=args.seed,
+    res = search(data, args.profile, args.eps, space=space, random_state=args.seed,
                  max_points=args.max_points, sim_samples=args.sim_samples,
                  progress=sys.stderr if args.progress else None)
     search_s = time.perf_counter() - t0
     res.settings["data"] = name
     print(res.table())
     print(f"search took {search_s:.1f}s")
-    task = load_task(data, seed=args.seed, max_points=args.max_points)
+    task = load_task(data, random_state=args.seed, max_points=args.max_points)
     prof = get_profile(args.profile)
     flt = make_budget_fault("bsc", args.eps)
     c = task.n_classes

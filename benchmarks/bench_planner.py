@@ -173,7 +173,7 @@ def real_data():
         ("dna_eps0.01", [str(SHARED / "dna_statlog.csv.gz"), "--positive", "n", "--eps",
                          "0.01", "--R", "1"]),
     ]
-    from edgecode import datasets
+    from export.data import load_binary
     rows = []
     for name, argv in cases:
         buf = io.StringIO()
@@ -187,7 +187,7 @@ def real_data():
         ratio_line = [ln for ln in text.splitlines() if ln.startswith("ratio")][0]
         # the peer on the same planning points
         opts = {"positive": "n"} if name.startswith("dna") else {"ignore": ["file"]}
-        d = datasets.load(argv[0], **opts)
+        d = load_binary(argv[0], **opts)
         fit, pl = (d, d) if d.split is None else (d.subset("train"), d.subset("test"))
         nb = BinaryNaiveBayes().fit(fit.X, fit.y)
         m, D = nb.decision_function(pl.X), nb.flip_deltas(pl.X)
@@ -272,7 +272,7 @@ def _wide_csv(path, n=1000, n_fit=1500, t=300, seed=0):
 
 def estimate_table(repeats=3, skip_long=False, only=None):
     """edgecode plan: expected time (the estimate it prints) against the measured time."""
-    from edgecode import datasets
+    from export.data import load_binary
     from export.cli.naive_bayes import _parse_eps, run_plan
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -282,7 +282,7 @@ def estimate_table(repeats=3, skip_long=False, only=None):
             if only and not any(o in label for o in only):
                 continue
             argv = [a.replace("{wide}", wide) for a in argv]
-            data = datasets.load(argv[0])
+            data = load_binary(argv[0])
             n = data.X.shape[1]
             eps = _parse_eps(argv[argv.index("--eps") + 1], n)
             budget = int(argv[argv.index("--budget") + 1]) if "--budget" in argv else \

@@ -14,8 +14,8 @@ Recorded, with their seeds:
 
 Usage (from the repository root)::
 
-    python benchmarks/golden.py record benchmarks/golden/before.json
-    python benchmarks/golden.py check benchmarks/golden/before.json
+    python benchmarks/golden.py record /tmp/golden.json
+    python benchmarks/golden.py check benchmarks/golden/before_issue25.json
 
 ``check`` prints every entry that differs (or is missing) and exits 1 if any.
 A documented fix that changes a number is listed in the JSON's ``"changed"``

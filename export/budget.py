@@ -1,11 +1,12 @@
 """Redundancy budgeting across model kinds: which model to ship for a device and a noise.
 
 :func:`search` answers "given this device profile and this noise, which
-model should I ship?". It tries naive Bayes with uniform and greedy
-repetition plans (binary features), ECOC ensembles (designs x code lengths x
-linear or depth-limited tree learners) and SSBC k-NN codes
-(:class:`~export._budget_space.SearchSpace`), and for each configuration
-that can fit:
+model should I ship?". It tries every registered model kind's
+configurations (:class:`~export._budget_space.SearchSpace`; the built-in
+kinds in ``export/kinds/``: naive Bayes with uniform and greedy repetition
+plans on binary features, ECOC ensembles over designs x code lengths x
+linear or depth-limited tree learners, SSBC k-NN codes), and for each
+configuration that can fit:
 
 1. **screens** it before training: a lower bound of its flash and RAM from
    the container it would become (placeholder arrays of the right shapes)
@@ -17,14 +18,19 @@ that can fit:
    ``memory_source`` says which), **cycles and energy** per inference (the
    profile's cost model), the **clean accuracy** of the device (fixed point)
    on the test rows, and the **predicted accuracy** under the fault where a
-   closed form exists (:mod:`export.analytics`: exact SCP of protected naive
-   Bayes, certified bounds above 24 features; exact decoding probabilities of
-   ECOC learner outputs up to ``N^L <= 2^22``);
+   closed form exists (the kind's :meth:`~export.registry.KindSpec.analytic`,
+   :mod:`export.analytics`: exact SCP of protected naive Bayes, certified
+   bounds above 24 features; exact decoding probabilities of ECOC learner
+   outputs up to ``N^L <= 2^22``; the single-upset table for ``seu``);
 3. **simulates** a short campaign (:func:`firmware_sim.campaign.run_campaign`,
    99% Wilson interval): every configuration without a prediction, and the
    points of the front (``simulate="front"``, the default: the analytics
    screen the rest, which are not simulated) or every configuration
    (``simulate="all"``).
+
+The search is a pipeline of short stages over one :class:`SearchOptions`:
+check the options, load the task, list the configurations, screen them,
+train and measure what survives, then the front.
 
 A configuration's **accuracy under noise** is its predicted accuracy when
 one exists, else its simulated accuracy. The **Pareto front** is made of
@@ -39,30 +45,32 @@ order). The
 flash, then less RAM, then fewer cycles).
 
 Noise: ``eps`` is the fault's per-bit rate at each kind's own site
-(``site="default"``): the repeated feature bits on the wire for naive Bayes,
-the learner outputs for ECOC (an N-ary output is replaced by a uniformly
-random other symbol), the code bits for SSBC; ``site="wire"`` puts every
-kind's noise on its wire frames (int16 features for ECOC and SSBC, where no
-closed form exists).
+(``site="default"``, the device's ``default_site``): the repeated feature
+bits on the wire for naive Bayes, the learner outputs for ECOC (an N-ary
+output is replaced by a uniformly random other symbol), the code bits for
+SSBC; ``site="wire"`` puts every kind's noise on its wire frames (int16
+features for ECOC and SSBC, where no closed form exists).
 """
 
 import json
 import math
 import os
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, Optional
 
 import numpy as np
 
-from ._budget_space import (KINDS, SearchSpace, Task, config_label, configurations,
-                            fit_config, load_task, screen)
+from ._budget_space import (SearchSpace, Task, config_label, configurations, fit_config,
+                            load_task, screen)
+from .registry import KindSpec, find_kind_spec, kind_specs
 
-__all__ = ["search", "BudgetResult", "SearchSpace", "dominates", "pareto_front",
-           "make_budget_fault", "FAULT_RATE_PARAM", "DEFAULT_SIM_SAMPLES", "AUTO_BUILD_MAX",
-           "PROFILE_TARGETS", "ENTRY_KEYS"]
+__all__ = ["search", "SearchOptions", "BudgetResult", "SearchSpace", "dominates",
+           "pareto_front", "make_budget_fault", "FAULT_RATE_PARAM", "DEFAULT_SIM_SAMPLES",
+           "AUTO_BUILD_MAX", "PROFILE_TARGETS", "ENTRY_KEYS"]
 
 #: (point, trial) pairs of a bit-fault campaign (trials = this / test rows).
 DEFAULT_SIM_SAMPLES = 100_000
@@ -130,10 +138,10 @@ def _check_eps(eps):
 
 def _wire_eps(fault, eps):
     """Per-bit wire error the greedy plan is made for."""
-    from export.analytics import _independent_eps, _mean_flip_rate
-    e = _independent_eps(fault)
+    from export._closed_forms import independent_eps, mean_flip_rate
+    e = independent_eps(fault)
     if e is None:
-        e = _mean_flip_rate(fault)
+        e = mean_flip_rate(fault)
     return float(eps if e is None or not e < 0.5 else e)
 
 
@@ -361,13 +369,14 @@ class BudgetResult:
         except ImportError as exc:
             raise ImportError("plots need matplotlib: pip install 'edgecode[plot]'") from exc
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        markers = {"protected_nb": "s", "ecoc": "o", "ssbc": "^"}
-        for kind in KINDS:
+        kinds = dict.fromkeys([s.kind for s in kind_specs()] + [e["kind"] for e in self.entries])
+        for kind in kinds:
             pts = [e for e in self.entries if e["kind"] == kind]
             if pts:
+                spec = find_kind_spec(kind)
                 ax.scatter([e["flash_bytes"] for e in pts],
                            [e["accuracy_under_noise"] for e in pts], s=14, alpha=0.45,
-                           marker=markers[kind], label=kind)
+                           marker=KindSpec.marker if spec is None else spec.marker, label=kind)
         fr = self.pareto
         ax.step([e["flash_bytes"] for e in fr], [e["accuracy_under_noise"] for e in fr],
                 where="post", color="k", lw=1, label="Pareto front")
@@ -447,12 +456,12 @@ def _wide_arrays(profile, container):
 
 
 def _predict(device, X, y, fault, site):
-    """(accuracy or None, method or reason) from the closed forms of export.analytics."""
-    from export.analytics import analytic_ecoc, analytic_protected_nb, analytic_upsets
-    from firmware_sim.ecoc import ECOCDevice
-    from firmware_sim.naive_bayes import ProtectedNBDevice
+    """(accuracy or None, method or reason) from the closed forms: the single-upset
+    table for image faults, else the kind's own (:meth:`KindSpec.analytic`)."""
+    from export._closed_forms import analytic_upsets
 
     site = device.default_site if site is None else site
+    spec = None
     if fault.target in ("image", "mixed"):
         a = analytic_upsets(device, X, fault, y)
         lo_hi = a.get("accuracy_interval")
@@ -461,71 +470,38 @@ def _predict(device, X, y, fault, site):
                           f"{a.get('p_more_than_one_upset', lo_hi[1] - lo_hi[0]):.3g}, so the "
                           f"certified interval [{lo_hi[0]:.4f}, {lo_hi[1]:.4f}] is wider than "
                           f"{UPSET_MAX_WIDTH} (simulated only)")
-    elif isinstance(device, ProtectedNBDevice):
-        a = analytic_protected_nb(device, X, fault, y, site=site)
-    elif isinstance(device, ECOCDevice):
-        a = analytic_ecoc(device, X, fault, y, site=site)
     else:
-        return None, "no closed form for SSBC k-NN under code-bit noise (simulated only)"
+        spec = find_kind_spec(device.kind)
+        if spec is None:
+            return None, f"no closed form: the bridge knows no kind {device.kind!r}"
+        a = spec.analytic(device, X, fault, y, site=site)
     if a.get("available") and a.get("accuracy") is not None:
         method = a.get("method", "exact")
-        if method == "exact":
-            method = "exact SCP of the device's integer model"
-        elif method == "bounds-midpoint":
-            method = "midpoint of certified SCP bounds (more than 24 features)"
-        return float(a["accuracy"]), method
+        return float(a["accuracy"]), method if spec is None else spec.describe_method(method)
     return None, a.get("reason", "no closed form")
 
 
-def _simulate(fitted, fault, site, samples, confidence, seed):
+def _simulate(fitted, fault, site, samples, confidence, random_state):
     from firmware_sim.campaign import run_campaign
     n = len(fitted.X_device)
     trials = max(10, math.ceil(samples / n))
     if fault.target in ("image", "mixed"):
         trials = max(20, min(1000, trials))
     res = run_campaign(fitted.export.device, fitted.X_device, fault, n_trials=trials,
-                       random_state=seed, y=fitted.y_device, site=site, confidence=confidence)
+                       random_state=random_state, y=fitted.y_device, site=site, confidence=confidence)
     p = res.points[0]
     return float(p.accuracy), [float(p.accuracy_ci[0]), float(p.accuracy_ci[1])], trials
 
 
-class _Progress:
-    """One line per configuration on a stream: what it measured, elapsed time and ETA."""
-
-    def __init__(self, stream):
-        self.stream = stream
-        self.t0 = time.perf_counter()
-
-    def __call__(self, done, total, label, text):
-        if self.stream is None:
-            return
-        el = time.perf_counter() - self.t0
-        eta = el / done * (total - done) if done else float("nan")
-        print(f"budget [{done}/{total}] {label}: {text} | {el:.1f}s elapsed, ETA {eta:.0f}s",
-              file=self.stream, flush=True)
-
-    def note(self, text):
-        if self.stream is not None:
-            print(f"budget: {text}", file=self.stream, flush=True)
-
-
 # --------------------------------------------------------------------------
-# the search
+# the options
 # --------------------------------------------------------------------------
-def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=None,
-           site="default", max_flash=None, min_accuracy=None, space=None, budget_s=None,
-           build=False, simulate="front", sim_samples=DEFAULT_SIM_SAMPLES, confidence=0.99,
-           seed=0, test_size=0.3, max_points=None, enforce_int_widths=True, ram_objective=False,
-           progress=None, data_options=None):
-    """Search model kinds and sizes for the most accurate model under noise that fits.
+@dataclass
+class SearchOptions:
+    """Every setting of :func:`search` but the data (its keyword arguments).
 
-    Parameters
+    Attributes
     ----------
-    data : str or tuple
-        A bundled dataset (``house_votes``, ``nltcs``, ``dna``, ``digits``,
-        ``iris``, ``wine``, ``breast_cancer``), a CSV path (numeric features,
-        a ``class`` column, optional ``split``), ``(X, y)`` or ``(X, y,
-        split)``.
     profile : str, path or DeviceProfile
         ``"cortex-m0"``, ``"cortex-m4"`` or a JSON/TOML profile file
         (:func:`firmware_sim.profiles.load_profile`).
@@ -556,26 +532,436 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         (point, trial) pairs per bit-fault campaign.
     confidence : float
         Level of the simulated intervals.
-    seed : int
+    random_state : int
         Split, codes, learners, plans and campaigns.
     test_size : float
         Held-out fraction when the data has no train/test split.
     max_points : int, optional
         At most this many test rows.
-    ram_objective : bool
-        RAM as a third objective of the front (default: it only breaks ties
-        of accuracy and flash; :func:`dominates`).
     enforce_int_widths : bool, default=True
         Refuse containers with integer arrays of a width the profile's
         ``int_widths`` lacks (:func:`firmware_sim.profiles.check_fits` with
         the container). The built-in Cortex-M profiles take 8 to 64 bits (64
         as two-word operations); False only lists such arrays under
         ``wide_integer_arrays``.
-    progress : None, True or a text stream
-        One line per configuration with elapsed time and ETA (True: stderr).
+    ram_objective : bool
+        RAM as a third objective of the front (default: it only breaks ties
+        of accuracy and flash; :func:`dominates`).
+    progress : callable, True, a text stream or None
+        ``progress(done, total, text)`` after each configuration (an
+        :class:`export.progress.Progress`; its ``note`` gets the screening
+        summary). True or a stream: a :class:`~export.progress.Progress`
+        writing one line per configuration there (True: stderr).
     data_options : dict, optional
         ``label``, ``ignore``, ``positive`` of a CSV (the command line's
         ``--label``, ``--ignore``, ``--positive``; :func:`export.data.load_table`).
+    """
+
+    profile: Any = "cortex-m0"
+    eps: float = 0.05
+    fault: str = "bsc"
+    fault_params: Optional[dict] = None
+    site: str = "default"
+    max_flash: Optional[int] = None
+    min_accuracy: Optional[float] = None
+    space: Any = None
+    budget_s: Optional[float] = None
+    build: Any = False
+    simulate: str = "front"
+    sim_samples: int = DEFAULT_SIM_SAMPLES
+    confidence: float = 0.99
+    random_state: int = 0
+    test_size: float = 0.3
+    max_points: Optional[int] = None
+    enforce_int_widths: bool = True
+    ram_objective: bool = False
+    progress: Any = None
+    data_options: Optional[dict] = None
+
+    def checked(self):
+        """A copy with ``eps`` as a float and ``space`` as a :class:`SearchSpace`;
+        ``ValueError``/``TypeError`` naming the first bad option."""
+        eps = _check_eps(self.eps)
+        if self.site not in ("default", "wire", "intermediate"):
+            raise ValueError(f"site must be 'default', 'wire' or 'intermediate'; got "
+                             f"{self.site!r}")
+        mf = self.max_flash
+        if mf is not None and (isinstance(mf, bool) or int(mf) != mf or mf < 1):
+            raise ValueError(f"max_flash must be a positive number of bytes; got {mf!r}")
+        if self.min_accuracy is not None and not 0.0 <= float(self.min_accuracy) <= 1.0:
+            raise ValueError(f"min_accuracy must be in [0, 1]; got {self.min_accuracy!r}")
+        if self.budget_s is not None and not float(self.budget_s) > 0:
+            raise ValueError(f"budget_s must be > 0 seconds; got {self.budget_s!r}")
+        if self.simulate not in ("front", "all"):
+            raise ValueError(f"simulate must be 'front' or 'all'; got {self.simulate!r}")
+        if self.build not in (True, False, "auto"):
+            raise ValueError(f"build must be True, False or 'auto'; got {self.build!r}")
+        if int(self.sim_samples) < 1:
+            raise ValueError(f"sim_samples must be >= 1; got {self.sim_samples!r}")
+        space = self.space
+        if space is None:
+            space = SearchSpace()
+        elif isinstance(space, dict):
+            space = SearchSpace.from_dict(space)
+        elif not isinstance(space, SearchSpace):
+            raise TypeError(f"space must be a SearchSpace or a dict; got {type(space).__name__}")
+        return replace(self, eps=eps, space=space)
+
+
+def _options(profile, eps, options, kwargs):
+    """One SearchOptions from ``search``'s arguments (``seed`` is the deprecated
+    name of ``random_state``)."""
+    if "seed" in kwargs:
+        seed = kwargs.pop("seed")
+        warnings.warn("search(seed=...) is deprecated; use random_state= (the project's name "
+                      "for a seed)", FutureWarning, stacklevel=3)
+        if "random_state" in kwargs and kwargs["random_state"] != seed:
+            raise TypeError("search got both seed and random_state; use random_state")
+        kwargs["random_state"] = seed
+    known = {f.name for f in fields(SearchOptions)}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise TypeError(f"search got unknown option(s) {unknown}; known: {sorted(known)}")
+    base = options if options is not None else SearchOptions()
+    if not isinstance(base, SearchOptions):
+        raise TypeError(f"options must be a SearchOptions; got {type(base).__name__}")
+    if profile is not None:
+        kwargs["profile"] = profile
+    if eps is not None:
+        kwargs["eps"] = eps
+    return replace(base, **kwargs).checked()
+
+
+def _reporter(progress):
+    """The ``progress(done, total, text)`` callable of a search (None: silent)."""
+    if progress is None or progress is False:
+        return lambda *a: None
+    if callable(progress):
+        return progress
+    from export.progress import Progress
+    import sys
+    return Progress("budget", stream=sys.stderr if progress is True else progress, every=0.0)
+
+
+def _note(progress, text):
+    note = getattr(progress, "note", None)
+    if note is not None:
+        note(text)
+
+
+# --------------------------------------------------------------------------
+# the stages of a search
+# --------------------------------------------------------------------------
+@dataclass
+class _Run:
+    """A search in progress: its options, what they resolve to, and what each stage found."""
+
+    opts: SearchOptions
+    profile: Any
+    fault: Any
+    target: Optional[str]
+    build_target: Optional[str]
+    progress: Any
+    t_start: float
+    task: Optional[Task] = None
+    configs: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    pruned: list = field(default_factory=list)
+    entries: list = field(default_factory=list)
+    fitted: dict = field(default_factory=dict)
+    n_simulated: int = 0
+    stopped: bool = False
+    not_evaluated: int = 0
+
+    @property
+    def flash_limit(self):
+        mf = self.opts.max_flash
+        return self.profile.flash_bytes if mf is None else min(self.profile.flash_bytes, int(mf))
+
+    def elapsed(self):
+        return time.perf_counter() - self.t_start
+
+
+def _start(opts):
+    """Resolve the profile, the fault, the firmware target and the reporter."""
+    from firmware_sim.profiles import get_profile
+
+    t_start = time.perf_counter()
+    prof = get_profile(opts.profile)
+    flt = make_budget_fault(opts.fault, opts.eps, opts.fault_params)
+    target = _target_for(prof, opts.profile)
+    build_target = None
+    if opts.build is True:
+        from export.firmware import toolchain_missing
+        if target is None:
+            raise ValueError(f"build: no firmware target for profile {prof.name!r} (built-in "
+                             f"profiles {sorted(PROFILE_TARGETS)}, or a JSON file with a "
+                             "'base')")
+        missing = toolchain_missing(target)
+        if missing:
+            raise ValueError(f"build: cannot build for {target}: {missing}")
+        build_target = target
+    return _Run(opts, prof, flt, target, build_target, _reporter(opts.progress), t_start)
+
+
+def _load(run, data):
+    """The task's rows and every configuration of the space for them."""
+    o = run.opts
+    run.task = task = load_task(data, test_size=o.test_size, random_state=o.random_state,
+                                max_points=o.max_points, data_options=o.data_options)
+    run.configs = configurations(o.space, n_classes=task.n_classes,
+                                 n_features=task.n_features, binary=task.binary)
+    if not run.configs:
+        reasons = [s.unsupported(task) for s in kind_specs() if s.kind in o.space.kinds]
+        why = f" ({'; '.join(reasons)})" if reasons and all(reasons) else ""
+        raise ValueError(f"the search space has no configuration for this data{why}")
+
+
+def _screen_one(run, cfg):
+    """Screen one configuration: (lower bound, runtime flash) if it may fit, else None
+    (recorded as skipped or pruned)."""
+    label = config_label(cfg)
+    prof, mf = run.profile, run.opts.max_flash
+    try:
+        lb = screen(cfg, run.task, run.opts.random_state)
+    except (ValueError, TypeError) as exc:
+        run.skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split()),
+                            "stage": "screening"})
+        return None
+    rt_flash, rt_ram = prof.runtime_bytes(cfg["kind"])
+    need_f, need_r = lb["flash_bytes"] + rt_flash, lb["ram_bytes"] + rt_ram
+    over = []
+    if need_f > prof.flash_bytes:
+        over.append(f"flash >= {need_f} B > profile {prof.flash_bytes} B")
+    if mf is not None and need_f > int(mf):
+        over.append(f"flash >= {need_f} B > max_flash {int(mf)} B")
+    if need_r > prof.ram_bytes:
+        over.append(f"RAM >= {need_r} B > profile {prof.ram_bytes} B")
+    if over:
+        run.pruned.append({"config": cfg, "label": label, "stage": "screening",
+                           "flash_lower_bound": need_f, "ram_lower_bound": need_r,
+                           "reason": "; ".join(over)})
+    return lb, need_f, need_r, rt_flash, not over
+
+
+def _screen_all(run):
+    """Screen every configuration before training; the survivors by flash bound
+    (``ValueError`` naming the smallest when none fits)."""
+    keep, smallest = [], None
+    for cfg in run.configs:
+        out = _screen_one(run, cfg)
+        if out is None:
+            continue
+        lb, need_f, need_r, rt_flash, fits = out
+        if smallest is None or (need_f, need_r) < smallest[:2]:
+            smallest = (need_f, need_r, config_label(cfg), lb["flash_bytes"], rt_flash)
+        if fits:
+            keep.append((need_f, len(keep), cfg, lb))
+    if not keep:
+        _nothing_fits(run, smallest)
+    keep.sort(key=lambda t: (t[0], t[1]))
+    return [(cfg, lb) for _, _, cfg, lb in keep]
+
+
+def _nothing_fits(run, smallest):
+    prof, mf = run.profile, run.opts.max_flash
+    if smallest is None:
+        raise ValueError("no configuration of the search space can be built for this data: "
+                         + "; ".join(f"{s['label']}: {s['reason']}" for s in run.skipped[:3]))
+    limit = f"profile {prof.name!r} has {prof.flash_bytes} B flash, {prof.ram_bytes} B RAM"
+    if mf is not None:
+        limit += f", max_flash {int(mf)} B"
+    raise ValueError(f"no configuration fits: the smallest, {smallest[2]}, needs at least "
+                     f"{smallest[0]} B flash (image {smallest[3]} + runtime {smallest[4]}) "
+                     f"and {smallest[1]} B RAM; {limit}")
+
+
+def _choose_memory_source(run, n_keep):
+    """``build="auto"``: real builds when a toolchain is present and few survive."""
+    if run.opts.build == "auto" and run.target is not None and n_keep <= AUTO_BUILD_MAX:
+        from export.firmware import toolchain_missing
+        if not toolchain_missing(run.target):
+            run.build_target = run.target
+    return "build" if run.build_target else "profile"
+
+
+def _oversize(run, fitted, flash, ram, source):
+    """Why a trained configuration does not fit (empty: it fits), and its wide arrays."""
+    from firmware_sim.profiles import DoesNotFitError, check_fits
+
+    prof, mf, over = run.profile, run.opts.max_flash, []
+    try:
+        check_fits(prof, fitted.export.resources)
+    except DoesNotFitError as exc:
+        over.append(str(exc))
+    wide = _wide_arrays(prof, fitted.export.device.container)
+    if wide and run.opts.enforce_int_widths:
+        over.append(f"integer arrays wider than the profile's {list(prof.int_widths)}: "
+                    f"{', '.join(wide)}")
+    if source == "build" and (flash > prof.flash_bytes or ram > prof.ram_bytes):
+        over.append(f"built firmware needs {flash} B flash, {ram} B RAM; profile has "
+                    f"{prof.flash_bytes} B, {prof.ram_bytes} B")
+    if mf is not None and flash > int(mf):
+        over.append(f"flash {flash} B > max_flash {int(mf)} B")
+    return over, wide
+
+
+def _entry(run, cfg, label, fitted, flash, ram, source, wide):
+    """The measured entry of a configuration that fits (simulated when it has no
+    prediction, or with ``simulate="all"``)."""
+    from firmware_sim.profiles import estimate
+
+    o, res = run.opts, fitted.export.resources
+    site = None if o.site == "default" else o.site
+    est = estimate(run.profile, res)
+    pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, run.fault,
+                            site)
+    entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,
+             "ram_bytes": ram, "cycles": float(est["cycles"]),
+             "energy_nj": float(est["energy_pj"]) / 1000.0,
+             "clean_accuracy": fitted.clean_accuracy, "predicted_accuracy": pred,
+             "simulated_accuracy": None, "simulated_ci": None, "memory_source": source,
+             "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
+             "simulated_trials": None, "wide_integer_arrays": wide}
+    if pred is None or o.simulate == "all":
+        _simulate_entry(run, entry, fitted)
+    entry["accuracy_under_noise"] = pred if pred is not None else entry["simulated_accuracy"]
+    entry["accuracy_source"] = "predicted" if pred is not None else "simulated"
+    entry["meets_limits"] = o.min_accuracy is None or \
+        entry["accuracy_under_noise"] >= float(o.min_accuracy)
+    return entry
+
+
+def _simulate_entry(run, entry, fitted):
+    o = run.opts
+    site = None if o.site == "default" else o.site
+    entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
+        _simulate(fitted, run.fault, site, o.sim_samples, o.confidence, o.random_state)
+    run.n_simulated += 1
+
+
+def _measure_one(run, cfg, lb, plan_eps, done, total):
+    """Train, export and measure one configuration (recorded as an entry, or as
+    skipped or pruned)."""
+    label = config_label(cfg)
+    try:
+        fitted = fit_config(cfg, run.task, plan_eps=plan_eps, random_state=run.opts.random_state,
+                            screened=lb)
+    except (ValueError, TypeError) as exc:
+        reason = " ".join(str(exc).split())
+        run.skipped.append({"config": cfg, "label": label, "reason": reason, "stage": "training"})
+        run.progress(done, total, f"{label}: not buildable: {reason[:160]}")
+        return
+    flash, ram, source = _memory(fitted.export, run.profile, run.build_target)
+    over, wide = _oversize(run, fitted, flash, ram, source)
+    if over:
+        run.pruned.append({"config": cfg, "label": label, "stage": "measured",
+                           "flash_bytes": flash, "ram_bytes": ram, "reason": "; ".join(over)})
+        run.progress(done, total, f"{label}: does not fit once trained ({flash} B flash)")
+        return
+    entry = _entry(run, cfg, label, fitted, flash, ram, source, wide)
+    run.fitted[len(run.entries)] = fitted
+    run.entries.append(entry)
+    run.progress(done, total, f"{label}: accuracy under noise "
+                 f"{entry['accuracy_under_noise']:.4f} ({entry['accuracy_source']}), clean "
+                 f"{fitted.clean_accuracy:.4f}, {flash} B flash, {ram} B RAM")
+
+
+def _measure_all(run, keep):
+    """Train and measure the survivors in order of their flash bound, until the
+    time budget runs out."""
+    o = run.opts
+    plan_eps = _wire_eps(run.fault, o.eps)
+    total = len(keep)
+    for done, (cfg, lb) in enumerate(keep):
+        if o.budget_s is not None and run.elapsed() >= float(o.budget_s):
+            run.stopped, run.not_evaluated = True, total - done
+            break
+        _measure_one(run, cfg, lb, plan_eps, done + 1, total)
+    if not run.entries:
+        if run.stopped:
+            raise ValueError(f"budget_s={o.budget_s} s ran out before any configuration was "
+                             "measured; give more time")
+        why = [f"{p['label']}: too large ({p['reason']})" for p in run.pruned
+               if p["stage"] == "measured"]
+        why += [f"{s['label']}: not buildable ({s['reason']})" for s in run.skipped
+                if s.get("stage") == "training"]
+        raise ValueError(f"none of the {total} trained configurations fits or builds: "
+                         + "; ".join(why)[:600])
+
+
+def _front(run):
+    """The front among what meets the limits (its points simulated) and the
+    recommended point's position on it."""
+    o, entries = run.opts, run.entries
+    eligible = [i for i, e in enumerate(entries) if e["meets_limits"]]
+    if not eligible:
+        best = max(entries, key=lambda e: e["accuracy_under_noise"])
+        raise ValueError(f"no configuration reaches min_accuracy {float(o.min_accuracy):g} under "
+                         f"noise: the best, {best['label']}, reaches "
+                         f"{best['accuracy_under_noise']:.4f}")
+    front = [eligible[k] for k in pareto_front([entries[i] for i in eligible],
+                                               ram=o.ram_objective)]
+    for i in front:
+        if entries[i]["simulated_accuracy"] is None:
+            _simulate_entry(run, entries[i], run.fitted[i])
+    for i, e in enumerate(entries):
+        e["on_front"] = i in front
+    return front, _recommend(entries, front)
+
+
+def _settings(run, memory_source):
+    """What the report states about the search."""
+    o, task, pruned = run.opts, run.task, run.pruned
+    own = ", ".join(s.site_text for s in kind_specs() if s.site_text)
+    fault_dict = run.fault.to_dict() if hasattr(run.fault, "to_dict") else {"model": o.fault}
+    return {
+        "data": task.name, "split": task.how, "n_train": len(task.X_train),
+        "n_test": len(task.X_test), "n_classes": task.n_classes, "n_features": task.n_features,
+        "profile": run.profile.name, "target": run.target, "eps": o.eps, "fault": fault_dict,
+        "fault_label": f"{o.fault} eps={o.eps:g}", "site": o.site,
+        "site_label": f"each kind's own site ({own})" if o.site == "default"
+        else f"the {o.site} site",
+        "max_flash": None if o.max_flash is None else int(o.max_flash),
+        "min_accuracy": None if o.min_accuracy is None else float(o.min_accuracy),
+        "memory_source": memory_source, "enforce_int_widths": bool(o.enforce_int_widths),
+        "front_objectives": ["accuracy_under_noise", "flash_bytes"] + (
+            ["ram_bytes"] if o.ram_objective else []),
+        "confidence": o.confidence, "seed": o.random_state,
+        "simulate": o.simulate, "sim_samples": int(o.sim_samples), "space": o.space.to_dict(),
+        "n_configurations": len(run.configs), "n_pruned_screening": sum(
+            1 for p in pruned if p["stage"] == "screening"),
+        "n_pruned_measured": sum(1 for p in pruned if p["stage"] == "measured"),
+        "n_simulated": run.n_simulated, "stopped_early": run.stopped,
+        "not_evaluated": run.not_evaluated, "budget_s": o.budget_s,
+        "elapsed_s": run.elapsed(),
+    }
+
+
+# --------------------------------------------------------------------------
+# the search
+# --------------------------------------------------------------------------
+def search(data, profile=None, eps=None, *, options=None, **kwargs):
+    """Search model kinds and sizes for the most accurate model under noise that fits.
+
+    Parameters
+    ----------
+    data : str or tuple
+        A bundled dataset (``house_votes``, ``nltcs``, ``dna``, ``digits``,
+        ``iris``, ``wine``, ``breast_cancer``), a CSV path (numeric features,
+        a ``class`` column, optional ``split``), ``(X, y)`` or ``(X, y,
+        split)``.
+    profile : str, path or DeviceProfile, optional
+        ``"cortex-m0"``, ``"cortex-m4"`` or a JSON/TOML profile file
+        (default: ``options.profile``, ``"cortex-m0"``).
+    eps : float in [0, 1/2), optional
+        The fault's rate (:func:`make_budget_fault`; default: ``options.eps``,
+        0.05).
+    options : SearchOptions, optional
+        The other settings; keyword arguments (the fields of
+        :class:`SearchOptions`: ``fault``, ``space``, ``max_flash``,
+        ``sim_samples``, ``random_state``, ``progress``, ...) override them.
+        ``seed`` is a deprecated name of ``random_state`` (FutureWarning).
 
     Returns
     -------
@@ -588,6 +974,8 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
         configuration that fits the profile and ``max_flash`` (the message
         names the smallest and what it needs), or none that reaches
         ``min_accuracy``.
+    TypeError
+        An unknown option.
 
     Examples
     --------
@@ -604,218 +992,15 @@ def search(data, profile="cortex-m0", eps=0.05, *, fault="bsc", fault_params=Non
     >>> [e["label"] for e in r.pareto], r.to_dict()["recommended"]
     (['nb greedy 32 bits'], 0)
     """
-    from firmware_sim.profiles import DoesNotFitError, check_fits, estimate, get_profile
-
-    t_start = time.perf_counter()
-    eps = _check_eps(eps)
-    prof = get_profile(profile)
-    if site not in ("default", "wire", "intermediate"):
-        raise ValueError(f"site must be 'default', 'wire' or 'intermediate'; got {site!r}")
-    run_site = None if site == "default" else site
-    if max_flash is not None and (isinstance(max_flash, bool) or int(max_flash) != max_flash
-                                  or max_flash < 1):
-        raise ValueError(f"max_flash must be a positive number of bytes; got {max_flash!r}")
-    if min_accuracy is not None and not 0.0 <= float(min_accuracy) <= 1.0:
-        raise ValueError(f"min_accuracy must be in [0, 1]; got {min_accuracy!r}")
-    if budget_s is not None and not float(budget_s) > 0:
-        raise ValueError(f"budget_s must be > 0 seconds; got {budget_s!r}")
-    if simulate not in ("front", "all"):
-        raise ValueError(f"simulate must be 'front' or 'all'; got {simulate!r}")
-    if build not in (True, False, "auto"):
-        raise ValueError(f"build must be True, False or 'auto'; got {build!r}")
-    if int(sim_samples) < 1:
-        raise ValueError(f"sim_samples must be >= 1; got {sim_samples!r}")
-    if space is None:
-        space = SearchSpace()
-    elif isinstance(space, dict):
-        space = SearchSpace.from_dict(space)
-    elif not isinstance(space, SearchSpace):
-        raise TypeError(f"space must be a SearchSpace or a dict; got {type(space).__name__}")
-    flt = make_budget_fault(fault, eps, fault_params)
-    target = _target_for(prof, profile)
-    build_target = None
-    if build is True:
-        from export.firmware import toolchain_missing
-        if target is None:
-            raise ValueError(f"build: no firmware target for profile {prof.name!r} (built-in "
-                             f"profiles {sorted(PROFILE_TARGETS)}, or a JSON file with a "
-                             "'base')")
-        missing = toolchain_missing(target)
-        if missing:
-            raise ValueError(f"build: cannot build for {target}: {missing}")
-        build_target = target
-    report = _Progress(sys.stderr if progress is True else progress)
-
-    task = load_task(data, test_size=test_size, seed=seed, max_points=max_points,
-                     data_options=data_options)
-    configs = configurations(space, n_classes=task.n_classes, n_features=task.n_features,
-                             binary=task.binary)
-    if not configs:
-        why = " (naive Bayes needs binary features and two classes)" \
-            if space.kinds == ("protected_nb",) else ""
-        raise ValueError(f"the search space has no configuration for this data{why}")
-
-    # 1. screening, before any training
-    skipped, pruned, keep = [], [], []
-    flash_limit = prof.flash_bytes if max_flash is None else min(prof.flash_bytes, int(max_flash))
-    smallest = None
-    for cfg in configs:
-        label = config_label(cfg)
-        try:
-            lb = screen(cfg, task, seed)
-        except (ValueError, TypeError) as exc:
-            skipped.append({"config": cfg, "label": label, "reason": " ".join(str(exc).split()),
-                            "stage": "screening"})
-            continue
-        rt_flash, rt_ram = prof.runtime_bytes(cfg["kind"])
-        need_f, need_r = lb["flash_bytes"] + rt_flash, lb["ram_bytes"] + rt_ram
-        if smallest is None or (need_f, need_r) < smallest[:2]:
-            smallest = (need_f, need_r, label, lb["flash_bytes"], rt_flash)
-        over = []
-        if need_f > prof.flash_bytes:
-            over.append(f"flash >= {need_f} B > profile {prof.flash_bytes} B")
-        if max_flash is not None and need_f > int(max_flash):
-            over.append(f"flash >= {need_f} B > max_flash {int(max_flash)} B")
-        if need_r > prof.ram_bytes:
-            over.append(f"RAM >= {need_r} B > profile {prof.ram_bytes} B")
-        if over:
-            pruned.append({"config": cfg, "label": label, "stage": "screening",
-                           "flash_lower_bound": need_f, "ram_lower_bound": need_r,
-                           "reason": "; ".join(over)})
-        else:
-            keep.append((need_f, len(keep), cfg, lb))
-    if not keep:
-        if smallest is None:
-            raise ValueError("no configuration of the search space can be built for this data: "
-                             + "; ".join(f"{s['label']}: {s['reason']}" for s in skipped[:3]))
-        limit = f"profile {prof.name!r} has {prof.flash_bytes} B flash, {prof.ram_bytes} B RAM"
-        if max_flash is not None:
-            limit += f", max_flash {int(max_flash)} B"
-        raise ValueError(f"no configuration fits: the smallest, {smallest[2]}, needs at least "
-                         f"{smallest[0]} B flash (image {smallest[3]} + runtime {smallest[4]}) "
-                         f"and {smallest[1]} B RAM; {limit}")
-    keep.sort(key=lambda t: (t[0], t[1]))
-    if build == "auto" and target is not None and len(keep) <= AUTO_BUILD_MAX:
-        from export.firmware import toolchain_missing
-        if not toolchain_missing(target):
-            build_target = target
-    memory_source = "build" if build_target else "profile"
-    report.note(f"{len(configs)} configurations: {len(skipped)} not buildable at screening, "
-                f"{len(pruned)} pruned before training, {len(keep)} to train on {task.name} "
-                f"({len(task.X_train)} train / {len(task.X_test)} test rows)")
-
-    # 2. train, export, measure, predict (simulate only what has no prediction)
-    plan_eps = _wire_eps(flt, eps)
-    entries, fitted_all, n_sim = [], {}, 0
-    stopped, n_measured_pruned, not_evaluated = False, 0, 0
-    total = len(keep)
-    for done, (_, _, cfg, lb) in enumerate(keep):
-        label = config_label(cfg)
-        if budget_s is not None and time.perf_counter() - t_start >= float(budget_s):
-            stopped, not_evaluated = True, total - done
-            break
-        try:
-            fitted = fit_config(cfg, task, plan_eps=plan_eps, seed=seed, code=lb.get("code"))
-        except (ValueError, TypeError) as exc:
-            reason = " ".join(str(exc).split())
-            skipped.append({"config": cfg, "label": label, "reason": reason,
-                            "stage": "training"})
-            report(done + 1, total, label, f"not buildable: {reason[:160]}")
-            continue
-        res = fitted.export.resources
-        flash, ram, source = _memory(fitted.export, prof, build_target)
-        over = []
-        try:
-            check_fits(prof, res)
-        except DoesNotFitError as exc:
-            over.append(str(exc))
-        wide = _wide_arrays(prof, fitted.export.device.container)
-        if wide and enforce_int_widths:
-            over.append(f"integer arrays wider than the profile's {list(prof.int_widths)}: "
-                        f"{', '.join(wide)}")
-        if source == "build" and (flash > prof.flash_bytes or ram > prof.ram_bytes):
-            over.append(f"built firmware needs {flash} B flash, {ram} B RAM; profile has "
-                        f"{prof.flash_bytes} B, {prof.ram_bytes} B")
-        if max_flash is not None and flash > int(max_flash):
-            over.append(f"flash {flash} B > max_flash {int(max_flash)} B")
-        if over:
-            n_measured_pruned += 1
-            pruned.append({"config": cfg, "label": label, "stage": "measured",
-                           "flash_bytes": flash, "ram_bytes": ram, "reason": "; ".join(over)})
-            report(done + 1, total, label, f"does not fit once trained ({flash} B flash)")
-            continue
-        est = estimate(prof, res)
-        pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, flt,
-                                run_site)
-        entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,
-                 "ram_bytes": ram, "cycles": float(est["cycles"]),
-                 "energy_nj": float(est["energy_pj"]) / 1000.0,
-                 "clean_accuracy": fitted.clean_accuracy, "predicted_accuracy": pred,
-                 "simulated_accuracy": None, "simulated_ci": None, "memory_source": source,
-                 "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
-                 "simulated_trials": None, "wide_integer_arrays": wide}
-        if pred is None or simulate == "all":
-            entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
-                _simulate(fitted, flt, run_site, sim_samples, confidence, seed)
-            n_sim += 1
-        entry["accuracy_under_noise"] = pred if pred is not None else entry["simulated_accuracy"]
-        entry["accuracy_source"] = "predicted" if pred is not None else "simulated"
-        entry["meets_limits"] = min_accuracy is None or \
-            entry["accuracy_under_noise"] >= float(min_accuracy)
-        fitted_all[len(entries)] = fitted
-        entries.append(entry)
-        report(done + 1, total, label,
-               f"accuracy under noise {entry['accuracy_under_noise']:.4f} "
-               f"({entry['accuracy_source']}), clean {fitted.clean_accuracy:.4f}, {flash} B "
-               f"flash, {ram} B RAM")
-    if not entries:
-        if stopped:
-            raise ValueError(f"budget_s={budget_s} s ran out before any configuration was "
-                             "measured; give more time")
-        why = [f"{p['label']}: too large ({p['reason']})" for p in pruned
-               if p["stage"] == "measured"]
-        why += [f"{s['label']}: not buildable ({s['reason']})" for s in skipped
-                if s.get("stage") == "training"]
-        raise ValueError(f"none of the {total} trained configurations fits or builds: "
-                         + "; ".join(why)[:600])
-
-    # 3. the front among what fits and meets the limits; simulate its points
-    eligible = [i for i, e in enumerate(entries) if e["meets_limits"]]
-    if not eligible:
-        best = max(entries, key=lambda e: e["accuracy_under_noise"])
-        raise ValueError(f"no configuration reaches min_accuracy {float(min_accuracy):g} under "
-                         f"noise: the best, {best['label']}, reaches "
-                         f"{best['accuracy_under_noise']:.4f}")
-    sub = [entries[i] for i in eligible]
-    front = [eligible[k] for k in pareto_front(sub, ram=ram_objective)]
-    for i in front:
-        e = entries[i]
-        if e["simulated_accuracy"] is None:
-            e["simulated_accuracy"], e["simulated_ci"], e["simulated_trials"] = \
-                _simulate(fitted_all[i], flt, run_site, sim_samples, confidence, seed)
-            n_sim += 1
-    rec = _recommend(entries, front)
-    for i, e in enumerate(entries):
-        e["on_front"] = i in front
-    fault_dict = flt.to_dict() if hasattr(flt, "to_dict") else {"model": fault}
-    settings = {
-        "data": task.name, "split": task.how, "n_train": len(task.X_train),
-        "n_test": len(task.X_test), "n_classes": task.n_classes, "n_features": task.n_features,
-        "profile": prof.name, "target": target, "eps": eps, "fault": fault_dict,
-        "fault_label": f"{fault} eps={eps:g}", "site": site,
-        "site_label": "each kind's own site (NB wire bits, ECOC learner outputs, SSBC code "
-                      "bits)" if site == "default" else f"the {site} site",
-        "max_flash": None if max_flash is None else int(max_flash),
-        "min_accuracy": None if min_accuracy is None else float(min_accuracy),
-        "memory_source": memory_source, "enforce_int_widths": bool(enforce_int_widths),
-        "front_objectives": ["accuracy_under_noise", "flash_bytes"] + (
-            ["ram_bytes"] if ram_objective else []),
-        "confidence": confidence, "seed": seed,
-        "simulate": simulate, "sim_samples": int(sim_samples), "space": space.to_dict(),
-        "n_configurations": len(configs), "n_pruned_screening": sum(
-            1 for p in pruned if p["stage"] == "screening"),
-        "n_pruned_measured": n_measured_pruned, "n_simulated": n_sim,
-        "stopped_early": stopped, "not_evaluated": not_evaluated,
-        "budget_s": budget_s, "elapsed_s": time.perf_counter() - t_start,
-    }
-    return BudgetResult(entries, front, rec, pruned, skipped, settings, fitted_all)
+    run = _start(_options(profile, eps, options, kwargs))
+    _load(run, data)
+    keep = _screen_all(run)
+    memory_source = _choose_memory_source(run, len(keep))
+    task = run.task
+    _note(run.progress, f"{len(run.configs)} configurations: {len(run.skipped)} not buildable at "
+          f"screening, {len(run.pruned)} pruned before training, {len(keep)} to train on "
+          f"{task.name} ({len(task.X_train)} train / {len(task.X_test)} test rows)")
+    _measure_all(run, keep)
+    front, rec = _front(run)
+    return BudgetResult(run.entries, front, rec, run.pruned, run.skipped,
+                        _settings(run, memory_source), run.fitted)

@@ -44,7 +44,9 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["Table", "Split", "load_table", "load_binary", "load_recorded", "train_test",
-           "typed_labels", "dataset_reference", "TABLE_SETS", "BINARY_SETS", "DEFAULT_LABEL"]
+           "typed_labels", "dataset_reference", "recorded_options", "add_data_options",
+           "data_options", "binary_rows", "table_rows", "TABLE_SETS", "BINARY_SETS",
+           "DEFAULT_LABEL", "MAX_CSV_BYTES"]
 
 #: scikit-learn's bundled multi-class sets (numeric features).
 TABLE_SETS = ("digits", "iris", "wine", "breast_cancer")
@@ -192,10 +194,68 @@ def _name_of(path):
 def _make_binary_labels(y, positive, where):
     vals = sorted({str(v) for v in y.tolist()})
     if str(positive) not in vals:
-        raise ValueError(f"{where}: positive={positive!r} is not a label value; values are "
-                         f"{vals[:10]}{' ...' if len(vals) > 10 else ''}")
+        raise ValueError(f"{where}: positive={positive!r} is not a value of the label column; "
+                         f"values are {vals[:10]}{' ...' if len(vals) > 10 else ''}")
     return (np.array([str(v) for v in y.tolist()]) == str(positive)).astype(np.int64), \
         [f"not {positive}", str(positive)]
+
+
+def _columns_of(path, label, ignore, require_label):
+    """The CSV's rows and which column is what: ``(header, body, label index or None,
+    split index or None, feature column indices)``; the column rules of every command."""
+    header, body = _read_rows(path)
+    missing = [c for c in ignore if c not in header]
+    if missing:
+        raise ValueError(f"{path}: cannot ignore {missing}: no such column (columns: "
+                         f"{header[:8]}{' ...' if len(header) > 8 else ''})")
+    if label in ignore:
+        raise ValueError(f"{path}: the label column {label!r} cannot also be ignored")
+    li = header.index(label) if label in header else None
+    if li is None and require_label:
+        raise ValueError(f"{path}: no label column {label!r} (name it with --label COL; columns: "
+                         f"{header[:8]}{' ...' if len(header) > 8 else ''})")
+    si = header.index("split") if "split" in header and label != "split" else None
+    skip = {li, si, *(header.index(c) for c in ignore)}
+    fcols = [j for j in range(len(header)) if j not in skip]
+    if not fcols:
+        raise ValueError(f"{path}: no feature columns left")
+    return header, body, li, si, fcols
+
+
+def _features(path, header, body, fcols, binary=False):
+    """The feature columns as float64 numbers, or (``binary``) as uint8 0/1; an
+    unreadable field raises ValueError naming its row, column and the fix."""
+    X = np.empty((len(body), len(fcols)), dtype=np.uint8 if binary else np.float64)
+    for i, r in enumerate(body):
+        for k, j in enumerate(fcols):
+            v = r[j].strip()
+            if binary:
+                if v not in ("0", "1"):
+                    raise ValueError(f"{path}: row {i + 2}, column {header[j]!r} must be 0 or 1; "
+                                     f"got {v!r} (naive Bayes reads binary features; leave the "
+                                     f"column out with --ignore {header[j]})")
+                X[i, k] = v == "1"
+                continue
+            try:
+                x = float(v)
+            except ValueError:
+                x = None
+            if x is None or not math.isfinite(x):
+                what = "is empty" if not v else f"is {v!r}, not a finite number"
+                raise ValueError(f"{path}: row {i + 2}, column {header[j]!r} {what} (features "
+                                 f"must be numbers; leave the column out with --ignore "
+                                 f"{header[j]}, or fill missing values first)")
+            X[i, k] = x
+    return X
+
+
+def _source_path(src):
+    """A CSV path from a dataset argument that names no bundled set."""
+    if not src.endswith((".csv", ".csv.gz", ".gz")) and not Path(src).exists():
+        raise ValueError(f"unknown dataset {src!r}: give a bundled set "
+                         f"{list(TABLE_SETS + BINARY_SETS)} or the path of a .csv or .csv.gz "
+                         "file")
+    return Path(src)
 
 
 def _options(label, ignore, positive):
@@ -261,41 +321,10 @@ def load_table(source, *, label=DEFAULT_LABEL, ignore=(), positive=None, require
             y, target_names = _make_binary_labels(y, positive, src)
         return Table(X, y, split, names or [f"x{j}" for j in range(X.shape[1])], name, src,
                      _options(label, ignore, positive), target_names)
-    if not src.endswith((".csv", ".csv.gz", ".gz")) and not Path(src).exists():
-        raise ValueError(f"unknown dataset {src!r}: give a bundled set "
-                         f"{list(TABLE_SETS + BINARY_SETS)} or the path of a .csv or .csv.gz "
-                         "file")
-    path = Path(src)
-    header, body = _read_rows(path)
-    missing = [c for c in ignore if c not in header]
-    if missing:
-        raise ValueError(f"{path}: cannot ignore {missing}: no such column (columns: "
-                         f"{header[:8]}{' ...' if len(header) > 8 else ''})")
-    if label in ignore:
-        raise ValueError(f"{path}: the label column {label!r} cannot also be ignored")
-    li = header.index(label) if label in header else None
-    if li is None and (require_label or positive is not None):
-        raise ValueError(f"{path}: no label column {label!r} (name it with --label COL; columns: "
-                         f"{header[:8]}{' ...' if len(header) > 8 else ''})")
-    si = header.index("split") if "split" in header and label != "split" else None
-    skip = {li, si, *(header.index(c) for c in ignore)}
-    fcols = [j for j in range(len(header)) if j not in skip]
-    if not fcols:
-        raise ValueError(f"{path}: no feature columns left")
-    X = np.empty((len(body), len(fcols)), dtype=np.float64)
-    for i, r in enumerate(body):
-        for k, j in enumerate(fcols):
-            v = r[j].strip()
-            try:
-                x = float(v)
-            except ValueError:
-                x = None
-            if x is None or not math.isfinite(x):
-                what = "is empty" if not v else f"is {v!r}, not a finite number"
-                raise ValueError(f"{path}: row {i + 2}, column {header[j]!r} {what} (features "
-                                 f"must be numbers; leave the column out with --ignore "
-                                 f"{header[j]}, or fill missing values first)")
-            X[i, k] = x
+    path = _source_path(src)
+    header, body, li, si, fcols = _columns_of(path, label, ignore,
+                                              require_label or positive is not None)
+    X = _features(path, header, body, fcols)
     y = typed_labels([r[li] for r in body]) if li is not None else None
     target_names = None
     if positive is not None:
@@ -306,25 +335,83 @@ def load_table(source, *, label=DEFAULT_LABEL, ignore=(), positive=None, require
 
 
 def load_binary(source, *, label=DEFAULT_LABEL, ignore=(), positive=None):
-    """A binary-feature, two-class dataset (``edgecode.datasets.BinaryDataset``) for
-    naive Bayes: a bundled name or a CSV with 0/1 features, the same options as
-    :func:`load_table`."""
+    """A binary-feature, two-class dataset for naive Bayes: a bundled set or a CSV.
+
+    The same reader and options as :func:`load_table` (``label``, ``ignore``,
+    ``positive``, a ``split`` column), with the rules naive Bayes needs:
+    every feature field is ``0`` or ``1``, and the label column has exactly
+    two values (label 1 is the larger one, in the typed order of
+    :func:`typed_labels`) unless ``positive`` names one value to stand
+    against all the others (label 1).
+
+    Parameters
+    ----------
+    source : str or Path
+        A bundled binary set (``house_votes``, ``nltcs``, ``dna``; see
+        :mod:`edgecode.datasets`) or a ``.csv``/``.csv.gz`` path.
+    label, ignore, positive
+        As :func:`load_table`.
+
+    Returns
+    -------
+    edgecode.datasets.BinaryDataset
+        For a CSV, ``class_labels`` holds the labels a model fitted on the
+        rows predicts (the file's values, typed: ``[3, 7]``,
+        ``["democrat", "republican"]``; with ``positive``, ``["not V",
+        "V"]``); ``name`` is the file name without ``.csv``/``.gz``.
+
+    Raises
+    ------
+    ValueError
+        Naming the file, the row and the column (a field that is not 0 or 1,
+        a label column without exactly two values, ...).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
+    >>> _ = p.write_text("a,b,id,class\\n1,0,x,ei\\n0,1,y,n\\n1,1,z,ie\\n")
+    >>> d = load_binary(p, positive="n", ignore=["id"])
+    >>> d.X.tolist(), d.y.tolist(), d.target_names, d.class_labels.tolist()
+    ([[1, 0], [0, 1], [1, 1]], [0, 1, 0], ['not n', 'n'], ['not n', 'n'])
+    """
     from edgecode import datasets
 
     ignore = _columns("ignore", ignore)
     label = DEFAULT_LABEL if label is None else str(label)
-    if str(source) in datasets.NAMES:
+    src = str(source)
+    if src in datasets.NAMES:
         if label != DEFAULT_LABEL or ignore or positive is not None:
-            raise ValueError(f"{source!r} is a bundled dataset: --label, --ignore and "
+            raise ValueError(f"{src!r} is a bundled dataset: --label, --ignore and "
                              "--positive apply to CSV files only")
-        return datasets.load(str(source))
-    import dataclasses
-
-    d = datasets.load(str(source), target=label, positive=positive, ignore=ignore)
-    # the labels a model fitted on these rows predicts: the file's values, typed
-    labels = typed_labels(d.target_names) if positive is None else \
-        np.array(d.target_names, dtype=str)
-    return dataclasses.replace(d, class_labels=labels)
+        return datasets.load(src)
+    if src in TABLE_SETS:
+        raise ValueError(f"{src!r} has numeric features; naive Bayes needs 0/1 features: give "
+                         f"a bundled binary set {list(BINARY_SETS)} or a CSV of 0/1 columns")
+    path = _source_path(src)
+    header, body, li, si, fcols = _columns_of(path, label, ignore, True)
+    # the label rule first: a multi-class file gets the --positive hint before any
+    # complaint about its feature columns
+    y_typed = typed_labels([r[li] for r in body])
+    if positive is not None:
+        y, target_names = _make_binary_labels(y_typed, positive, str(path))
+        class_labels = np.array(target_names, dtype=str)
+    else:
+        values = np.unique(y_typed)
+        if len(values) != 2:
+            shown = [str(v) for v in values[:10]]
+            raise ValueError(f"{path}: the label column {label!r} must have exactly two values "
+                             f"for naive Bayes; got {shown}{' ...' if len(values) > 10 else ''} "
+                             "(pick one against the rest with positive=..., '--positive VALUE' "
+                             "on the command line)")
+        y = (y_typed == values[1]).astype(np.int64)
+        target_names, class_labels = [str(v) for v in values], values
+    X = _features(path, header, body, fcols, binary=True)
+    split = np.array([r[si].strip() for r in body]) if si is not None else None
+    name = _name_of(path)
+    name = name[:-len(".csv")] if name.endswith(".csv") else name
+    return datasets.BinaryDataset(X, y, [header[j] for j in fcols], target_names, split,
+                                  f"CSV {path}", name, class_labels)
 
 
 def dataset_reference(source, options):
@@ -428,6 +515,20 @@ def add_data_options(parser, *, positive=True, label_help=None):
                             "(one against the rest, where two classes are needed)")
 
 
+def data_options(args):
+    """``--label``, ``--ignore``, ``--positive`` of parsed arguments as the options of
+    :func:`load_table` / :func:`load_binary` / :func:`load_recorded` (only those
+    given)."""
+    opts = {}
+    if getattr(args, "label", None) is not None:
+        opts["label"] = args.label
+    if getattr(args, "ignore", None):
+        opts["ignore"] = _columns("--ignore", args.ignore)
+    if getattr(args, "positive", None) is not None:
+        opts["positive"] = args.positive
+    return opts
+
+
 def _class_indices(container, y):
     """True labels as the artifact's class indices, through ``meta["classes"]``."""
     classes = (container.meta or {}).get("classes")
@@ -456,7 +557,9 @@ def _class_indices(container, y):
 
 
 def binary_rows(container, dataset, split, **options):
-    """``(X, y, name)`` for a protected naive Bayes artifact (0/1 features, labels 0/1)."""
+    """``(X, y, name)`` for a protected naive Bayes artifact: 0/1 features and the
+    true labels as the artifact's class indices (through ``meta["classes"]``; the
+    dataset's 0/1 labels for an artifact that records no classes)."""
     if isinstance(dataset, str):
         data = load_recorded(container, dataset, binary=True, **options)
     elif isinstance(dataset, (tuple, list)):
@@ -465,7 +568,10 @@ def binary_rows(container, dataset, split, **options):
     else:
         data = dataset
     rows = data.subset(split) if (data.split is not None and split != "all") else data
-    return rows.X, rows.y, data.name
+    # the artifact's class indices of the true labels (a CSV's labels sort as the
+    # model's classes_, which need not be the dataset's 0/1 order: "b" < "not b")
+    y = _class_indices(container, rows.labels())
+    return rows.X, rows.y if y is None else y, data.name
 
 
 def table_rows(container, dataset, split, **options):

@@ -31,7 +31,7 @@ def house_votes_devices(budget_bits=32, plan_eps=0.1):
 
     Returns
     -------
-    data : edgecode.datasets.Dataset
+    data : edgecode.datasets.BinaryDataset
         House votes (435 points, 16 binary features).
     devices : dict
         ``"none"``, ``"uniform"`` and ``"greedy"`` (seed 000, Algorithm 2,
@@ -42,7 +42,7 @@ def house_votes_devices(budget_bits=32, plan_eps=0.1):
     from edgecode.naive_bayes import BinaryNaiveBayes
     from edgecode.redundancy import allocate_greedy, allocate_uniform
     from export.naive_bayes import quantize_naive_bayes
-    from firmware_sim.naive_bayes import ProtectedNBDevice
+    from firmware_sim import ProtectedNBDevice
 
     d = load_house_votes()
     nb = BinaryNaiveBayes().fit(d.X, d.y)

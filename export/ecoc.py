@@ -57,7 +57,7 @@ from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_in
                          input_elem_type, json_props, narrow_int_initializer, save_model)
 
 __all__ = ["fit_input_quantizer", "quantize_ecoc", "ecoc_to_onnx", "export_ecoc", "ExportResult",
-           "onnx_metadata", "linear_matmul_dtype", "input_quantizer",
+           "onnx_metadata", "linear_matmul_dtype",
            "ML_OPSET"]
 
 #: Opset of the ai.onnx.ml domain (TreeEnsembleRegressor) used by tree graphs.
@@ -280,22 +280,6 @@ def _narrow(name, values, to, nodes, inits):
     inits.append(init)
     nodes.extend(cast)
     return name
-
-
-def input_quantizer(center, shift, input_dtype, nodes, inits):
-    """Nodes from ``X`` (``input_dtype``) to ``"qd"``: the device's input quantizer
-    ``clip(rint((x - center) 2**shift), -32767, 32767)`` in double, exactly as
-    :func:`firmware_sim.ecoc.quantize_inputs` (the ECOC and forest kinds' frame)."""
-    x = "X"
-    if input_dtype == "float32":
-        x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
-    scale = np.exp2(np.asarray(shift).astype(np.float64))
-    x = _node(nodes, "Sub", [x, _init("in_center", np.asarray(center, np.float64), inits)],
-              ["X_centered"])
-    x = _node(nodes, "Mul", [x, _init("in_scale", scale, inits)], ["X_scaled"])
-    x = _node(nodes, "Round", [x], ["X_rounded"])
-    return _node(nodes, "Clip", [x, _init("q_min", np.array(-Q_MAX, np.float64), inits),
-                                 _init("q_max", np.array(Q_MAX, np.float64), inits)], ["qd"])
 
 
 def linear_matmul_dtype(arrays):
@@ -548,7 +532,16 @@ def ecoc_to_onnx(arrays, *, props=None, input="features", input_dtype="float32",
     linear = int(arrays["learner_kind"][0]) == 1
     if input == "features":
         in_info = helper.make_tensor_value_info("X", in_type, ["N", d])
-        q = input_quantizer(arrays["in_center"], arrays["in_shift"], input_dtype, nodes, inits)
+        x = "X"
+        if input_dtype == "float32":
+            x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
+        scale = np.exp2(arrays["in_shift"].astype(np.float64))
+        x = _node(nodes, "Sub", [x, _init("in_center", arrays["in_center"].astype(np.float64),
+                                          inits)], ["X_centered"])
+        x = _node(nodes, "Mul", [x, _init("in_scale", scale, inits)], ["X_scaled"])
+        x = _node(nodes, "Round", [x], ["X_rounded"])
+        q = _node(nodes, "Clip", [x, _init("q_min", np.array(-Q_MAX, np.float64), inits),
+                                  _init("q_max", np.array(Q_MAX, np.float64), inits)], ["qd"])
     else:
         in_info = helper.make_tensor_value_info("q", TensorProto.INT16, ["N", d])
         q = _node(nodes, "Cast", ["q"], ["qd"], to=TensorProto.DOUBLE)

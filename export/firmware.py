@@ -3,24 +3,28 @@
 :func:`write_firmware` writes a directory that a microcontroller project can
 use as it is: the runtime (``firmware_sim/c/*.c``, ``edgecode_rt.h``: no
 malloc, no floating point on the inference path, only ``<stdint.h>`` and
-``<stddef.h>``), the artifact as a 16-byte-aligned ``const uint8_t`` array
-(``model_image.c``), a ``model_config.h`` with the sizes the model needs, a
+``<stddef.h>``), the artifact as a 16-byte-aligned constant array
+(``model_image.c``; on AVR ``model_image.S``, in flash) declared by
+``model_image.h``, a ``model_config.h`` with the sizes the model needs, a
 test runner (``runner.c``), a size probe (``probe.c``) and a Makefile.
-:func:`build_firmware` compiles it with ``gcc`` (host) or
-``arm-none-eabi-gcc`` (Cortex-M) and measures the real flash (text + rodata
-+ data) and RAM (data + bss + the worst-case stack of the call graph from
-``-fstack-usage``/``-fcallgraph-info``) of the probe, the smallest firmware
-that opens the image and runs one inference. :func:`run_firmware` feeds
-frames (rows of ``device.encode(X)``) to the runner, on the host or on
-Cortex-M under ``qemu-system-arm``, and parses one line per frame: the
-label, then the decision integers ``device.infer`` returns.
+:func:`build_firmware` compiles it for a target of :mod:`export.targets`
+(the host, Cortex-M, AVR, RV32) and measures the real flash (text + rodata
++ data) and RAM (data + bss + the stack) of the probe, the smallest
+firmware that opens the image and runs one inference: the worst-case stack
+of the call graph from ``-fstack-usage``/``-fcallgraph-info``, or on AVR
+(whose GCC has no call graph output) the stack simavr measures on one
+frame. :func:`run_firmware` feeds frames (rows of ``device.encode(X)``) to
+the runner, on the host, under QEMU (Cortex-M3/M4, RV32) or under simavr
+(AVR), and parses one line per frame: the label, then the decision
+integers ``device.infer`` returns; :func:`run_firmware_measured` also
+returns the exact cycles (AVR) or instructions (RV32) of the open and of
+each inference, and on AVR their stack.
 
 The C runtime implements the device contract of ``firmware_sim`` bit for
-bit (``tests/test_firmware.py``); ``docs/firmware.md`` says how to drop the
-files into an MCU project.
+bit (``tests/test_firmware.py``, ``tests/test_firmware_targets.py``);
+``docs/firmware.md`` says how to drop the files into an MCU project.
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -33,85 +37,37 @@ from pathlib import Path
 import numpy as np
 
 import firmware_sim
+from export.targets import TARGETS, get_target, toolchain_missing
 from firmware_sim._parallel import n_threads
 from firmware_sim.artifact import Container, read_container
 
-__all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "toolchain_missing",
-           "FirmwareBuild", "decision_integers", "RUNTIME_SOURCES", "remove_stale_sources",
-           "target_profile", "oversize"]
+__all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "run_firmware_measured",
+           "toolchain_missing", "FirmwareBuild", "FirmwareRun", "decision_integers",
+           "RUNTIME_SOURCES", "RUNTIME_HEADERS", "remove_stale_sources", "target_profile",
+           "target_limits", "oversize"]
 
 #: The C sources of the runtime (``firmware_sim/c``), in link order.
 RUNTIME_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c", "ec_nb.c", "ec_ecoc.c",
-                   "ec_ssbc.c", "ec_forest.c")
+                   "ec_ssbc.c")
+#: Its headers: the API, what a kind implements, the kind table.
+RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h")
 
 #: The source file and ``ec_config.h`` switch of each model kind.
 KIND_SOURCES = {"protected_nb": ("ec_nb.c", "EC_WITH_NB"), "ecoc": ("ec_ecoc.c", "EC_WITH_ECOC"),
-                "ssbc": ("ec_ssbc.c", "EC_WITH_SSBC"),
-                "forest": ("ec_forest.c", "EC_WITH_FOREST")}
+                "ssbc": ("ec_ssbc.c", "EC_WITH_SSBC")}
 
 _C_DIR = Path(firmware_sim.__file__).resolve().parent / "c"
 
-_WARN = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
+_WARN = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 
-
-@dataclass(frozen=True)
-class Target:
-    """A build target: compiler, CPU flags and (for Cortex-M) a QEMU machine."""
-
-    name: str
-    cc: str
-    cpu_flags: tuple = ()
-    qemu: tuple = None          # (machine, cpu) or None: no emulator for this target
-    profile: str = None         # firmware_sim profile whose estimate is printed beside
-
-    @property
-    def arm(self):
-        return self.cc.startswith("arm-")
-
-    @property
-    def size_tool(self):
-        return "arm-none-eabi-size" if self.arm else "size"
-
-
-#: Build targets of ``edgecode firmware --target``.
-TARGETS = {
-    "host": Target("host", "gcc", (), None, None),
-    "cortex-m0plus": Target("cortex-m0plus", "arm-none-eabi-gcc",
-                            ("-mcpu=cortex-m0plus", "-mthumb"), None, "cortex-m0"),
-    "cortex-m3": Target("cortex-m3", "arm-none-eabi-gcc", ("-mcpu=cortex-m3", "-mthumb"),
-                        ("mps2-an385", "cortex-m3"), "cortex-m0"),
-    "cortex-m4": Target("cortex-m4", "arm-none-eabi-gcc",
-                        ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=soft"),
-                        ("mps2-an386", "cortex-m4"), "cortex-m4"),
-}
+#: Files a firmware folder may hold that another target's write does not
+#: (removed when the folder is rewritten for another target).
+_TARGET_FILES = ("model_image.c", "model_image.S", "startup.c", "link.ld", "probe_start.c",
+                 "ec_simavr.c", "ec_counter.h")
 
 
 def _target(name):
-    if name not in TARGETS:
-        raise ValueError(f"unknown target {name!r}; known: {sorted(TARGETS)}")
-    return TARGETS[name]
-
-
-def toolchain_missing(target="host", run=False):
-    """None when the tools to build (and, with ``run``, to run) ``target`` are on
-    PATH, else a sentence naming what is missing and the Debian package."""
-    t = _target(target)
-    need = [(t.cc, "gcc" if not t.arm else "gcc-arm-none-eabi")]
-    if t.arm:
-        need.append(("arm-none-eabi-size", "binutils-arm-none-eabi"))
-    else:
-        need.append(("size", "binutils"))
-    if run and t.qemu is not None:
-        need.append(("qemu-system-arm", "qemu-system-arm"))
-    if run and t.arm and t.qemu is None:
-        return f"no emulator for {t.name} (build only)"
-    missing = [f"{tool} (Debian package {pkg})" for tool, pkg in need if shutil.which(tool) is None]
-    if t.arm and not missing:
-        probe = subprocess.run([t.cc, "-print-file-name=librdimon.a"], capture_output=True,
-                               text=True)
-        if probe.returncode != 0 or not os.path.isabs(probe.stdout.strip()):
-            missing.append("newlib's librdimon (Debian package libnewlib-arm-none-eabi)")
-    return ("missing: " + ", ".join(missing)) if missing else None
+    return get_target(name)
 
 
 def _image_bytes(artifact):
@@ -126,8 +82,6 @@ def _image_bytes(artifact):
 def _workspace_bytes(device):
     """Upper bound of ``ec_workspace_bytes`` for the generated ``model_config.h``
     (the runner refuses to run if the runtime asks for more)."""
-    if callable(getattr(device, "workspace_bytes", None)):     # the kind's own bound
-        return int(device.workspace_bytes())
     kind = device.container.kind
     if kind == "ssbc":
         extra = 0
@@ -144,8 +98,6 @@ def decision_integers(device, frames):
     in the C runtime's order (NB: accumulator; ECOC: symbols then doubled
     distances; SSBC: code bits then, with a table, the nearest distance;
     label -1 where the device computes no label)."""
-    if callable(getattr(device, "decision_rows", None)):       # the kind's own layout
-        return device.decision_rows(frames)
     inf = device.infer(frames)
     t = np.asarray(frames).shape[0]
     labels = np.full(t, -1, np.int64) if inf.labels is None else np.asarray(inf.labels, np.int64)
@@ -164,29 +116,33 @@ def decision_integers(device, frames):
 _MAKEFILE = """\
 # Generated by `edgecode firmware` ({target}). `make` (or `make -j`) builds
 # {runner}; `make probe` the size probe (the smallest firmware that opens the
-# image and runs one inference); `make size` prints its sections.
+# image and runs one inference); `make size` prints its sections.{run_note}
 CC = {cc}
 SIZE = {size}
-CFLAGS = -std=c99 -Wall -Wextra -pedantic -O2 -ffunction-sections -fdata-sections {cpu} -include model_config.h
+CFLAGS = {std} -Wall -Wextra -pedantic {opt} -ffunction-sections -fdata-sections {cpu} -include model_config.h
 RUNTIME = {runtime}
-OBJS = $(RUNTIME:.c=.o) model_image.o
+OBJS = $(RUNTIME:.c=.o) {image_obj}
+HEADERS = {headers} ec_config.h model_config.h model_image.h
 
 all: {runner}
 
-%.o: %.c edgecode_rt.h ec_config.h model_config.h
+%.o: %.c $(HEADERS)
+\t$(CC) $(CFLAGS) -c $< -o $@
+
+%.o: %.S
 \t$(CC) $(CFLAGS) -c $< -o $@
 {runner_objs}
 {runner}: $(OBJS) {runner_deps}
 \t$(CC) $(CFLAGS) {runner_link} $^ -o $@
 
 probe{ext}: $(OBJS) {probe_deps}
-\t$(CC) $(CFLAGS) -Wl,--gc-sections {probe_link} $^ -o $@ {probe_libs}
+\t$(CC) $(CFLAGS) {probe_link} $^ -o $@ {probe_libs}
 
 {probe_alias}size: probe{ext}
 \t$(SIZE) -A probe{ext}
-
+{extra}
 clean:
-\trm -f {runner} probe{ext} *.o *.su *.ci
+\trm -f {runner} probe{ext} *.o *.su *.ci {extra_clean}
 
 .PHONY: all probe size clean
 """
@@ -196,9 +152,7 @@ _PROBE = """\
    firmware needs at least). Generated by `edgecode firmware`. */
 #include "edgecode_rt.h"
 #include "model_config.h"
-
-extern const uint8_t ec_model_image[];
-extern const uint32_t ec_model_image_size;
+#include "model_image.h"
 
 static uint64_t workspace[(EC_WORKSPACE_BYTES + 7) / 8];
 static int16_t frame[EC_FRAME_WIDTH];
@@ -268,7 +222,8 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         Created if needed; existing generated files are overwritten.
     target : str
         A key of :data:`TARGETS` (``host``, ``cortex-m0plus``, ``cortex-m3``,
-        ``cortex-m4``).
+        ``cortex-m4``, ``atmega328p``, ``atmega2560``, ``rv32imac``;
+        :mod:`export.targets`).
     kinds : {"model", "all"}
         ``"model"`` (default): only the artifact's kind is compiled in
         (``ec_config.h`` names it; the other kinds' sources are not written,
@@ -305,6 +260,11 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         raise ValueError(f"kinds must be 'model' or 'all'; got {kinds!r}")
     raw = _image_bytes(artifact)
     device = firmware_sim.load(read_container(raw))
+    if len(raw) > t.max_image_bytes:
+        raise ValueError(f"the image ({len(raw):,} B) is too large for {t.name}: the AVR runtime "
+                         f"reads it from the first 64 KB of flash (__flash, EC_ROM), at most "
+                         f"{t.max_image_bytes:,} B with the vector table; see docs/firmware.md, "
+                         "'AVR'")
     out = Path(out_dir)
     if atomic:
         from export.atomic import AtomicOutputs
@@ -312,7 +272,7 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         out.absolute().parent.mkdir(parents=True, exist_ok=True)
         with AtomicOutputs(dirs=[out]) as tmp:
             info = _write_files(raw, device, tmp[out], t, kinds)
-        remove_stale_sources(out, info["sources"])
+        remove_stale_sources(out, info["sources"], info["files"])
         info["dir"] = str(out)
         return info
     out.mkdir(parents=True, exist_ok=True)
@@ -322,12 +282,17 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
 def _write_files(raw, device, out, t, kinds):
     kind = device.container.kind
     sources = _runtime_sources(kind if kinds == "model" else None)
-    for name in RUNTIME_SOURCES:
-        if name not in sources:
+    glue = t.glue()
+    keep = {name for _, name in glue} | {t.image_source}
+    for name in RUNTIME_SOURCES + _TARGET_FILES:
+        if name not in sources and name not in keep:
             (out / name).unlink(missing_ok=True)
     files = []
-    for name in sources + ["edgecode_rt.h", "runner.c"]:
+    for name in sources + list(RUNTIME_HEADERS):
         shutil.copyfile(_C_DIR / name, out / name)
+        files.append(name)
+    for src, name in glue:
+        shutil.copyfile(_C_DIR / src, out / name)
         files.append(name)
     if kinds == "model":
         macro = KIND_SOURCES[kind][1]
@@ -335,29 +300,18 @@ def _write_files(raw, device, out, t, kinds):
             "/* ec_config.h - the model kinds compiled in (generated by `edgecode firmware`:\n"
             f"   this firmware runs {kind} images only; see firmware_sim/c/ec_config.h). */\n"
             "#ifndef EC_CONFIG_H\n#define EC_CONFIG_H\n"
-            "#if !defined(EC_WITH_NB) && !defined(EC_WITH_ECOC) && !defined(EC_WITH_SSBC)\n"
-            f"#define {macro} 1\n#endif\n"
-            + "".join(f"#define {k} {v}   /* this model's */\n"     # a kind's own settings
-                      for k, v in getattr(device, "c_defines", dict)().items())
-            + "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
+            "#ifndef EC_ALL_KINDS\n#define EC_ALL_KINDS 0\n#endif\n"
+            f"#ifndef {macro}\n#define {macro} 1\n#endif\n"
+            "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
             "#endif /* EC_CONFIG_H */\n")
     else:
         shutil.copyfile(_C_DIR / "ec_config.h", out / "ec_config.h")
     files.append("ec_config.h")
     if t.arm:
-        for name in ("startup.c", "link.ld"):
-            shutil.copyfile(_C_DIR / "arm" / name, out / name)
-            files.append(name)
         (out / "probe_start.c").write_text(_PROBE_START)
         files.append("probe_start.c")
-    body = ",\n".join(", ".join(f"0x{b:02x}" for b in raw[i:i + 16])
-                      for i in range(0, len(raw), 16))
-    (out / "model_image.c").write_text(
-        "/* The edgecode container, in place (generated by `edgecode firmware`). */\n"
-        "#include <stdint.h>\n"
-        f"__attribute__((aligned(16))) const uint8_t ec_model_image[{len(raw)}] = {{\n"
-        f"{body}\n}};\n"
-        f"const uint32_t ec_model_image_size = {len(raw)}u;\n")
+    (out / t.image_source).write_text(_image_file(raw, t))
+    (out / "model_image.h").write_text(_MODEL_IMAGE_H.format(source=t.image_source))
     frame_width = int(device.frame_width)
     dlen = _decision_len(device)
     ws = _workspace_bytes(device)
@@ -372,33 +326,106 @@ def _write_files(raw, device, out, t, kinds):
         f"#define EC_IMAGE_BYTES {len(raw)}\n"
         "#endif\n")
     (out / "probe.c").write_text(_PROBE)
-    files += ["model_image.c", "model_config.h", "probe.c"]
-    ext = ".elf" if t.arm else ""
-    runner = "runner" + ext
-    (out / "Makefile").write_text(_MAKEFILE.format(
-        target=t.name, cc=t.cc, size=t.size_tool, cpu=" ".join(t.cpu_flags),
-        runtime=" ".join(sources), runner=runner, ext=ext,
-        runner_objs=("\nrunner.o: CFLAGS += --specs=rdimon.specs -DEC_NO_ARGS "
-                     "-DEC_FRAMES_FILE='\"frames.txt\"'\n" if t.arm else ""),
-        runner_deps="runner.o" + (" startup.o" if t.arm else ""),
-        runner_link="-T link.ld -nostartfiles --specs=rdimon.specs" if t.arm else "",
-        probe_deps="probe.o" + (" probe_start.o" if t.arm else ""),
-        probe_link="-T link.ld -nostartfiles -nostdlib" if t.arm else "",
-        probe_libs="-lgcc" if t.arm else "",
-        probe_alias="probe: probe.elf\n\n" if t.arm else ""))
+    files += [t.image_source, "model_image.h", "model_config.h", "probe.c"]
+    (out / "Makefile").write_text(_makefile(t, sources))
     files.append("Makefile")
     return {"dir": str(out), "target": t.name, "files": files, "kind": kind,
             "sources": sources, "frame_width": frame_width, "decision_len": dlen,
             "workspace_bytes": ws}
 
 
-def remove_stale_sources(out_dir, sources):
+_MODEL_IMAGE_H = """\
+/* model_image.h - the model image of this firmware (generated by `edgecode
+   firmware`; defined in {source}): an edgecode container, 16-byte aligned,
+   read in place (EC_ROM: in flash on AVR). Pass both to ec_model_open. */
+#ifndef EC_MODEL_IMAGE_H
+#define EC_MODEL_IMAGE_H
+#include "edgecode_rt.h"
+#ifdef __cplusplus
+extern "C" {{
+#endif
+extern const EC_ROM uint8_t ec_model_image[];
+extern const EC_ROM uint32_t ec_model_image_size;
+#ifdef __cplusplus
+}}
+#endif
+#endif /* EC_MODEL_IMAGE_H */
+"""
+
+
+def _image_file(raw, t):
+    """The image as C (``const uint8_t`` array in ``.rodata``) or, on AVR, as
+    assembler: ``.byte`` lines in a ``.progmem`` section (in flash below
+    64 KB, where ``__flash`` reads it), with no limit on its size (one C
+    array cannot exceed 32,767 bytes on AVR)."""
+    n = len(raw)
+    rows = [raw[i:i + 16] for i in range(0, n, 16)]
+    if t.image_source.endswith(".c"):
+        body = ",\n".join(", ".join(f"0x{b:02x}" for b in r) for r in rows)
+        return ("/* The edgecode container, in place (generated by `edgecode firmware`). */\n"
+                '#include "model_image.h"\n'
+                f"__attribute__((aligned(16))) const EC_ROM uint8_t ec_model_image[{n}] = {{\n"
+                f"{body}\n}};\n"
+                f"const EC_ROM uint32_t ec_model_image_size = {n}u;\n")
+    body = "\n".join("    .byte " + ",".join(f"0x{b:02x}" for b in r) for r in rows)
+    return ("/* The edgecode container in flash (generated by `edgecode firmware`), read in\n"
+            "   place through __flash pointers (EC_ROM); model_image.h declares it. */\n"
+            '    .section .progmem.data.ec_model_image,"a",@progbits\n'
+            "    .balign 16\n    .global ec_model_image\n    .type ec_model_image, @object\n"
+            f"ec_model_image:\n{body}\n    .size ec_model_image, {n}\n"
+            '    .section .progmem.data.ec_model_image_size,"a",@progbits\n'
+            "    .balign 4\n    .global ec_model_image_size\n"
+            "    .type ec_model_image_size, @object\n"
+            f"ec_model_image_size:\n    .long {n}\n    .size ec_model_image_size, 4\n")
+
+
+def _makefile(t, sources):
+    """The folder's Makefile for ``t`` (what ``build_firmware`` does, by hand)."""
+    import shlex
+
+    here = Path(".")
+    runner = "runner" + t.ext
+    units = t.runner_units()
+    runner_objs = "".join(f"\n{Path(src).stem}.o: CFLAGS += {' '.join(map(shlex.quote, fl))}\n"
+                          for src, fl in units if fl)
+    probe_units = t.probe_units()
+    extra, extra_clean, run_note = "", "", ""
+    harness = t.harness_command(here)
+    if harness is not None:
+        cmd = " ".join(harness[:-1]) + " build/ec_simavr"
+        extra = (f"\nbuild/ec_simavr: ec_simavr.c\n\tmkdir -p build\n\t{cmd}\n\n"
+                 f"run: {runner} build/ec_simavr\n"
+                 f"\tbuild/ec_simavr {t.simavr} {t.clock_hz} {runner} counts.txt < frames.txt\n")
+        extra_clean = "build/ec_simavr counts.txt"
+        run_note = ("\n# `make run` runs the runner under simavr on frames.txt (counts.txt: "
+                    "cycles, stack).")
+    return _MAKEFILE.format(
+        target=t.name, cc=t.cc, size=t.size_tool, std=t.std, opt=t.opt,
+        cpu=" ".join(t.cpu_flags + tuple(f for f in t.compile_flags()
+                                         if f not in t.cpu_flags and f != t.std)),
+        runtime=" ".join(sources), image_obj=Path(t.image_source).stem + ".o",
+        headers=" ".join(RUNTIME_HEADERS), runner=runner, ext=t.ext,
+        runner_objs=runner_objs,
+        runner_deps=" ".join(f"{Path(src).stem}.o" for src, _ in units),
+        runner_link=" ".join(t.runner_link(here)),
+        probe_deps=" ".join(["probe.o"] + [f"{Path(u).stem}.o" for u in probe_units]),
+        probe_link=" ".join(t.probe_link(here)), probe_libs=" ".join(t.probe_libs()),
+        probe_alias="probe: probe.elf\n\n" if t.ext else "", extra=extra,
+        extra_clean=extra_clean, run_note=run_note)
+
+
+def remove_stale_sources(out_dir, sources, files=None):
     """Remove from ``out_dir`` the runtime sources a rewrite no longer has (the
     other kinds' files: :func:`build_firmware` compiles every runtime source it
-    finds). Returns the names removed."""
+    finds) and, given the rewrite's ``files``, another target's generated
+    files (``model_image.c`` after an AVR rewrite, ``startup.c``, ...).
+    Returns the names removed."""
     gone = []
-    for name in RUNTIME_SOURCES:
-        if name not in sources and (Path(out_dir) / name).is_file():
+    stale = [n for n in RUNTIME_SOURCES if n not in sources]
+    if files is not None:
+        stale += [n for n in _TARGET_FILES if n not in files]
+    for name in stale:
+        if (Path(out_dir) / name).is_file():
             (Path(out_dir) / name).unlink()
             gone.append(name)
     return gone
@@ -408,7 +435,8 @@ def remove_stale_sources(out_dir, sources):
 def target_profile(target, profile=None):
     """The device profile a firmware for ``target`` is checked against: ``profile``
     (a name, a file or a :class:`~firmware_sim.profiles.DeviceProfile`) when
-    given, else the target's built-in one (None for ``host``)."""
+    given, else the target's built-in one (None for ``host`` and the targets
+    no profile models yet: see :func:`target_limits`)."""
     from firmware_sim.profiles import get_profile
 
     if profile is not None:
@@ -417,12 +445,20 @@ def target_profile(target, profile=None):
     return None if name is None else get_profile(name)
 
 
+def target_limits(target, profile=None):
+    """What a build for ``target`` must fit: :func:`target_profile`, else the
+    target's part (:class:`export.targets.Part`, the AVR parts), else None."""
+    prof = target_profile(target, profile)
+    return prof if prof is not None else _target(target).part
+
+
 def _kb(n):
     return f"{n:,} B" if n < 10 * 1024 else f"{n / 1024:,.1f} KB"
 
 
 def oversize(profile, flash_bytes, ram_bytes, *, measured=True):
-    """None when ``flash_bytes`` and ``ram_bytes`` fit ``profile``'s part, else one
+    """None when ``flash_bytes`` and ``ram_bytes`` fit ``profile``'s part (a
+    device profile or a target's :class:`~export.targets.Part`), else one
     sentence naming each limit exceeded and by what factor.
 
     >>> from firmware_sim.profiles import get_profile
@@ -430,7 +466,11 @@ def oversize(profile, flash_bytes, ram_bytes, *, measured=True):
     'flash 712.5 KB is 22.3x the 32.0 KB of profile cortex-m0 (Cortex-M0 class microcontroller, 48 MHz, 32 KB flash, 4 KB RAM, no FPU)'
     >>> oversize(get_profile("cortex-m0"), 1_000, 2_000) is None
     True
+    >>> oversize(TARGETS["atmega328p"].part, 30_000, 2_500)
+    'RAM 2,500 B is 1.2x the 2,048 B of part atmega328p (ATmega328P, the Arduino Uno: 32 KB flash, 2 KB RAM, 16 MHz)'
     """
+    from export.targets import Part
+
     if profile is None:
         return None
     over = []
@@ -440,6 +480,8 @@ def oversize(profile, flash_bytes, ram_bytes, *, measured=True):
             over.append(f"{what} {_kb(need)} is {need / have:.1f}x the {_kb(have)}")
     if not over:
         return None
+    if isinstance(profile, Part):
+        return " and ".join(over) + f" of part {profile.name} ({profile.description})"
     from firmware_sim.profiles import BUILTIN_PROFILES
 
     est = "" if measured else " (estimate: image + the runtime's measured code and stack)"
@@ -455,8 +497,6 @@ def _runtime_sources(kind=None):
 
 
 def _decision_len(device):
-    if callable(getattr(device, "decision_layout", None)):     # the kind's own layout
-        return sum(int(width) for _, width in device.decision_layout())
     kind = device.container.kind
     if kind == "protected_nb":
         return 1
@@ -482,8 +522,13 @@ class FirmwareBuild:
         Probe's data + bss (workspace, frame, decision buffers) plus
         ``stack_bytes``.
     stack_bytes : int
-        Worst-case stack of the call graph from ``main`` (``-fstack-usage``
-        frames along ``-fcallgraph-info`` edges; calls into libgcc count 0).
+        The probe's stack: the worst case of the call graph from ``main``
+        (``-fstack-usage`` frames along ``-fcallgraph-info`` edges; calls
+        into libgcc count 0); on AVR, whose GCC has no call graph output,
+        the peak simavr measures running the probe on one all-zero frame (0
+        when libsimavr is missing: ``stack_note`` says so).
+    stack_note : str
+        How ``stack_bytes`` was obtained.
     sections : dict
         Section sizes of the probe.
     compile_s : float
@@ -498,6 +543,7 @@ class FirmwareBuild:
     flash_bytes: int = 0
     ram_bytes: int = 0
     stack_bytes: int = 0
+    stack_note: str = "worst case of the call graph"
     sections: dict = field(default_factory=dict)
     compile_s: float = 0.0
 
@@ -509,20 +555,22 @@ def _run(cmd, cwd):
     return res
 
 
-def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=True, jobs=None):
+def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=True, jobs=None):
     """Compile the firmware written by :func:`write_firmware` and measure it.
 
     Every C file is compiled to its own object, ``jobs`` compilers at a time,
     in ``out_dir/build``; the runner and the size probe link the same
-    runtime objects.
+    runtime objects. On AVR the simavr harness (``build/ec_simavr``) is
+    compiled with the host's ``gcc`` too when libsimavr is there.
 
     Parameters
     ----------
     out_dir : path
     target : str
         Must match the ``write_firmware`` target.
-    opt : str
-        Optimisation flag (``-O0``, ``-O2``, ``-Os``).
+    opt : str, optional
+        Optimisation flag (``-O0``, ``-O2``, ``-Os``); default the target's
+        (``-Os`` on AVR, ``-O2`` elsewhere).
     sanitize : bool
         Host only: ``-fsanitize=address,undefined`` (no size probe then).
     probe : bool
@@ -537,43 +585,42 @@ def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=T
     Raises
     ------
     RuntimeError
-        The toolchain is missing (the message names the Debian packages) or
-        the compiler failed (its output is in the message).
+        The toolchain is missing (the message names the Debian packages), the
+        compiler failed (its output is in the message), or on AVR the image
+        and the runtime's tables do not lie in the first 64 KB of flash.
     """
     t = _target(target)
     missing = toolchain_missing(target)
     if missing:
         raise RuntimeError(f"cannot build for {t.name}: {missing}")
-    if sanitize and t.arm:
+    if sanitize and t.family != "host":
         raise ValueError("sanitizers run on the host target only")
     d = Path(out_dir).resolve()
     if not (d / "model_config.h").is_file():
         raise RuntimeError(f"{d} has no model_config.h: run write_firmware (or `edgecode "
                            "firmware ARTIFACT --out DIR`) first")
+    if not (d / t.image_source).is_file():
+        raise RuntimeError(f"{d} has no {t.image_source}: it was written for another target; "
+                           f"run write_firmware for {t.name} first")
     probe = probe and not sanitize
-    sources = [n for n in RUNTIME_SOURCES if (d / n).is_file()] + ["model_image.c"]
-    cflags = _WARN + [opt] + list(t.cpu_flags) + ["-include", "model_config.h", "-I", str(d),
+    opt = t.opt if opt is None else opt
+    sources = [n for n in RUNTIME_SOURCES if (d / n).is_file()] + [t.image_source]
+    cflags = _WARN + [opt] + t.compile_flags() + ["-include", "model_config.h", "-I", str(d),
                                                   "-ffunction-sections", "-fdata-sections"]
     if sanitize:
         cflags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g"]
-    if probe:
+    callgraph = probe and t.family != "avr"          # avr-gcc 5.4 has no -fcallgraph-info
+    if callgraph:
         cflags += ["-fstack-usage", "-fcallgraph-info=su"]
-    if t.arm:
-        cflags.append("-fno-tree-loop-distribute-patterns")   # no memset from memset
-    runner_flags = ["--specs=rdimon.specs", "-DEC_NO_ARGS",
-                    "-DEC_FRAMES_FILE=\"frames.txt\""] if t.arm else []
     bdir = d / "build"
     bdir.mkdir(exist_ok=True)
     for stale in bdir.glob("*"):
         if stale.suffix in (".o", ".su", ".ci"):
             stale.unlink()
-    units = [(s, []) for s in sources] + [("runner.c", runner_flags)]
-    if t.arm:
-        units.append(("startup.c", ["--specs=rdimon.specs"]))
+    runner_units = t.runner_units()
+    units = [(s, []) for s in sources] + runner_units
     if probe:
-        units.append(("probe.c", []))
-        if t.arm:
-            units.append(("probe_start.c", []))
+        units += [("probe.c", [])] + [(u, []) for u in t.probe_units()]
 
     def compile_one(unit):
         src, extra = unit
@@ -582,37 +629,102 @@ def build_firmware(out_dir, target="host", *, opt="-O2", sanitize=False, probe=T
         return obj
 
     runtime_objs = [Path(s).stem + ".o" for s in sources]
-    ext = ".elf" if t.arm else ""
-    runner = d / ("runner" + ext)
+    runner = d / ("runner" + t.ext)
+    harness = t.harness_command(d)
+    if harness is not None and toolchain_missing(target, run=True) is not None:
+        harness = None                                  # builds; runs need libsimavr
     t0 = time.perf_counter()
-    workers = max(1, min(len(units), jobs or n_threads(-1)))
+    workers = max(1, min(len(units) + (harness is not None), jobs or n_threads(-1)))
     with ThreadPoolExecutor(workers) as ex:
-        list(ex.map(compile_one, units))
-    link = ["-T", str(d / "link.ld"), "-nostartfiles", "--specs=rdimon.specs"] if t.arm else []
+        compiled = [ex.submit(compile_one, u) for u in units]
+        if harness is not None:
+            compiled.append(ex.submit(_run, harness, bdir))
+        for job in compiled:
+            job.result()
     san = ["-fsanitize=address,undefined"] if sanitize else []
-    _run([t.cc] + list(t.cpu_flags) + san + link + runtime_objs + ["runner.o"]
-         + (["startup.o"] if t.arm else []) + ["-o", str(runner)], bdir)
+    _run([t.cc] + list(t.cpu_flags) + san + t.runner_link(d) + t.measure_link()
+         + runtime_objs + [Path(src).stem + ".o" for src, _ in runner_units]
+         + ["-o", str(runner)], bdir)
     compile_s = time.perf_counter() - t0
     out = FirmwareBuild(str(d), t.name, str(runner), None, compile_s=compile_s)
+    if t.family == "avr":
+        _check_low_flash(t, runner)
     if not probe:
         return out
-    pname = bdir / ("probe" + ext)
-    lflags = ["-Wl,--gc-sections"]
-    if t.arm:
-        lflags += ["-T", str(d / "link.ld"), "-nostartfiles", "-nostdlib"]
-    pobjs = runtime_objs + ["probe.o"] + (["probe_start.o"] if t.arm else [])
-    _run([t.cc] + list(t.cpu_flags) + lflags + pobjs + (["-lgcc"] if t.arm else [])
-         + ["-o", str(pname)], bdir)
+    pname = bdir / ("probe" + t.ext)
+    pobjs = runtime_objs + ["probe.o"] + [Path(u).stem + ".o" for u in t.probe_units()]
+    _run([t.cc] + list(t.cpu_flags) + t.probe_link(d) + t.measure_link() + pobjs
+         + t.probe_libs() + ["-o", str(pname)], bdir)
     sections = _sections(t.size_tool, pname)
-    flash = sum(v for k, v in sections.items()
-                if k in (".text", ".rodata", ".data", ".ARM.exidx", ".vectors"))
-    if not t.arm:
-        flash = sum(v for k, v in sections.items() if k.startswith((".text", ".rodata", ".data")))
-    stack = _worst_stack([bdir / (Path(o).stem + ".ci") for o in pobjs], "main")
-    ram = sections.get(".data", 0) + sections.get(".bss", 0) + stack
+    flash = int(t.flash_sections(sections))
+    if t.family == "avr":
+        _check_low_flash(t, pname)
+        if flash > t.part.flash_bytes:
+            stack = 0
+            out.stack_note = "not measured: the probe does not fit the part's flash"
+        elif harness is not None:
+            stack = _measure(t, d, ["--probe"], "probe.elf", bdir)["stack_peak"]
+            out.stack_note = "peak under simavr, one all-zero frame"
+        else:
+            stack = 0
+            out.stack_note = ("not measured: " + toolchain_missing(target, run=True)
+                              + " (simavr measures it)")
+    else:
+        stack = _worst_stack([bdir / (Path(o).stem + ".ci") for o in pobjs], "main")
+    ram = (sections.get(".data", 0) + sections.get(".bss", 0)
+           if t.family in ("host", "arm") else t.ram_sections(sections)) + stack
     out.probe = str(pname)
-    out.flash_bytes, out.ram_bytes, out.stack_bytes = int(flash), int(ram), int(stack)
+    out.flash_bytes = flash
+    out.ram_bytes, out.stack_bytes = int(ram), int(stack)
     out.sections = sections
+    return out
+
+
+def _check_low_flash(t, elf):
+    """AVR: __flash reads the first 64 KB of flash; the linker puts every
+    ``.progmem`` section (the image, the runtime's tables) before
+    ``__ctors_start``, which must not pass 64 KB (a larger image, on the
+    ATmega2560, would be read wrong: refuse it)."""
+    res = _run(["avr-nm", str(elf)], Path(elf).parent)
+    for line in res.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == "__ctors_start":
+            end = int(parts[0], 16)
+            if end > 0x10000:
+                raise RuntimeError(
+                    f"{t.name}: the image and the runtime's tables end at byte {end:,} of "
+                    "flash, beyond the first 64 KB that __flash reads (EC_ROM): this image "
+                    "is too large for the AVR runtime (docs/firmware.md, 'AVR')")
+            return
+
+
+def _measure(t, d, flags, elf, cwd, stdin=""):
+    """Run the simavr harness with a report file; the report as a dict."""
+    report = Path(cwd) / (Path(elf).stem + ".report")
+    cmd = [str(d / "build" / "ec_simavr")] + flags + [t.simavr, str(t.clock_hz), str(elf),
+                                                      str(report)]
+    res = subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"simavr run failed (exit {res.returncode}): "
+                           f"{(res.stdout + res.stderr).strip()[:2000]}")
+    return _parse_counts(report.read_text())
+
+
+def _parse_counts(text):
+    """``key value...`` lines (the harness's report, the RV32 runner's
+    counts.txt): ints, lists of ints (``infer_*``) or strings."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        key, vals = parts[0], parts[1:]
+        if key.startswith("infer_"):
+            out[key] = np.array([int(v) for v in vals], np.int64)
+        elif len(vals) == 1 and vals[0].lstrip("-").isdigit():
+            out[key] = int(vals[0])
+        else:
+            out[key] = " ".join(vals)
     return out
 
 
@@ -631,10 +743,20 @@ _EDGE = re.compile(r'edge:\s*\{\s*sourcename:\s*"([^"]+)"\s*targetname:\s*"([^"]
 _BYTES = re.compile(r"(\d+) bytes \((static|dynamic|bounded)")
 
 
+_INDIRECT = "__indirect_call"
+
+
 def _worst_stack(callgraphs, root):
     """Largest sum of stack frames along a call path from ``root`` (the
     ``.ci`` call graphs of ``-fcallgraph-info=su``: a directory's, or a list of
-    files; no recursion in the runtime)."""
+    files; no recursion in the runtime).
+
+    A call through a pointer (the runtime dispatches through each kind's
+    operations table) is GCC's edge to ``__indirect_call``; it counts as the
+    deepest of the functions that may be its target: every function no
+    function calls directly and that makes no indirect call itself (the
+    table's operations, and unused API functions: an over-estimate at worst).
+    """
     frame, edges = {}, {}
     files = (sorted(Path(callgraphs).glob("*.ci")) if isinstance(callgraphs, (str, Path))
              else [Path(c) for c in callgraphs])
@@ -646,6 +768,17 @@ def _worst_stack(callgraphs, root):
                 frame[title] = max(frame.get(title, 0), int(m.group(1)))
         for a, b in _EDGE.findall(text):
             edges.setdefault(a, set()).add(b)
+    called = {b for targets in edges.values() for b in targets}
+    reach = {}
+
+    def indirect(f, seen=()):
+        """Does f reach an indirect call (through direct calls)?"""
+        if f not in reach:
+            reach[f] = any(g == _INDIRECT or (g not in seen and indirect(g, seen + (f,)))
+                           for g in edges.get(f, ()))
+        return reach[f]
+
+    targets = [f for f in frame if f != root and f not in called and not indirect(f)]
     memo, busy = {}, set()
 
     def depth(f):
@@ -654,7 +787,8 @@ def _worst_stack(callgraphs, root):
         if f in busy:
             raise RuntimeError(f"recursion through {f}: no worst-case stack")
         busy.add(f)
-        best = max((depth(g) for g in edges.get(f, ())), default=0)
+        callees = targets if f == _INDIRECT else edges.get(f, ())
+        best = max((depth(g) for g in callees), default=0)
         busy.discard(f)
         memo[f] = frame.get(f, 0) + best
         return memo[f]
@@ -669,33 +803,140 @@ def _frames_text(frames):
     return "".join(" ".join(str(int(v)) for v in row) + "\n" for row in a)
 
 
-def run_firmware(out_dir, frames, target="host", timeout=120):
+@dataclass
+class FirmwareRun:
+    """What :func:`run_firmware_measured` got from the runner.
+
+    Attributes
+    ----------
+    labels, decisions : ndarray
+        int64, shapes (t,) and (t, decision_len): the runner's lines.
+    target : str
+    unit : str or None
+        ``"cycles"`` (AVR under simavr: exact, the datasheet's cycles per
+        instruction), ``"instructions"`` (RV32 under QEMU ``-icount``:
+        instructions executed) or None (no counts on this target).
+    open_count : int or None
+        ``unit`` of the ``ec_model_open`` call.
+    infer_counts : ndarray or None
+        ``unit`` of each ``ec_infer`` call, one per frame.
+    open_stack, stack_peak : int or None
+        AVR: bytes of stack the open used (its return address included) and
+        the whole run's peak (the runner's ``main`` and start-up included).
+    infer_stack : ndarray or None
+        AVR: bytes of stack of each inference.
+    clock_hz : int or None
+        The clock that turns cycles into time (AVR: 16 MHz).
+    """
+
+    labels: np.ndarray
+    decisions: np.ndarray
+    target: str
+    unit: str = None
+    open_count: int = None
+    infer_counts: np.ndarray = None
+    open_stack: int = None
+    infer_stack: np.ndarray = None
+    stack_peak: int = None
+    clock_hz: int = None
+
+    def summary(self):
+        """One line: the open's and the inferences' counts (and the stack), or
+        None when the target counts nothing.
+
+        >>> r = FirmwareRun(np.zeros(3), np.zeros((3, 1)), "atmega328p", "cycles", 122271,
+        ...                 np.array([5229, 5177, 5189]), 135, np.array([62, 62, 62]), 156,
+        ...                 16_000_000)
+        >>> print(r.summary())
+        cycles on atmega328p (simavr, exact, 16 MHz): open 122,271 (7.642 ms); inference median 5,189 (0.324 ms), min 5,177, max 5,229 over 3 frames; stack: open 135 B, inference 62 B, whole run 156 B
+        """
+        if self.unit is None or self.infer_counts is None:
+            return None
+        c = np.asarray(self.infer_counts)
+        if self.unit == "cycles":
+            how = f"simavr, exact, {self.clock_hz / 1e6:g} MHz"
+        else:
+            how = "qemu-system-riscv32 -icount, instructions executed"
+
+        def ms(n):
+            return f" ({1000 * n / self.clock_hz:.3f} ms)" if self.clock_hz else ""
+        line = (f"{self.unit} on {self.target} ({how}): open {self.open_count:,}"
+                f"{ms(self.open_count)}")
+        if c.size:
+            med = int(np.median(c))
+            line += (f"; inference median {med:,}{ms(med)}, min {int(c.min()):,}, "
+                     f"max {int(c.max()):,} over {c.size} frames")
+        if self.stack_peak is not None:
+            inf = f", inference {int(np.max(self.infer_stack))} B" if c.size else ""
+            line += (f"; stack: open {self.open_stack} B{inf}, whole run {self.stack_peak} B")
+        return line
+
+
+def run_firmware(out_dir, frames, target="host", timeout=600):
     """Run the built runner on frames; return ``(labels, decisions)`` as int64
     arrays, shapes (t,) and (t, decision_len).
 
-    The host runner reads the frames on stdin. Under QEMU (Cortex-M3/M4) the
-    runner reads ``frames.txt`` from the directory through semihosting (QEMU
-    7's semihosting console gives the guest no stdin) and prints on the
-    semihosting console.
+    The host runner reads the frames on stdin. Under QEMU (Cortex-M3/M4,
+    RV32) the runner reads ``frames.txt`` from the directory through
+    semihosting (QEMU 7's semihosting console gives the guest no stdin) and
+    prints on the semihosting console; on AVR the simavr harness feeds them
+    (``build/ec_simavr``). :func:`run_firmware_measured` also returns the
+    counts.
     """
+    r = run_firmware_measured(out_dir, frames, target, timeout=timeout)
+    return r.labels, r.decisions
+
+
+def run_firmware_measured(out_dir, frames, target="host", timeout=600):
+    """Run the built runner on frames: a :class:`FirmwareRun` with the labels,
+    the decision integers and, where the target counts them, the cycles (AVR,
+    exact) or instructions (RV32) of the open and of every inference, and on
+    AVR their stack."""
     t = _target(target)
     d = Path(out_dir).resolve()
     text = _frames_text(frames)
-    if t.arm:
-        if t.qemu is None:
-            raise ValueError(f"no emulator for {t.name}: build only")
-        missing = toolchain_missing(target, run=True)
-        if missing:
-            raise RuntimeError(f"cannot run {t.name}: {missing}")
-        (d / "frames.txt").write_text(text)
-        machine, cpu = t.qemu
-        cmd = ["qemu-system-arm", "-M", machine, "-cpu", cpu, "-nographic", "-monitor", "none",
-               "-semihosting-config", "enable=on,target=native", "-kernel", "runner.elf"]
-        res = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=timeout)
-    else:
+    n = len(np.asarray(frames))
+    cmd = t.run_command(d)
+    if cmd is None:
         res = subprocess.run([str(d / "runner")], cwd=d, input=text, capture_output=True,
                              text=True, timeout=timeout)
-    return _parse_runner(res, len(np.asarray(frames)))
+        labels, dec = _parse_runner(res, n)
+        return FirmwareRun(labels, dec, t.name)
+    if not t.runs:
+        raise ValueError(f"no emulator for {t.name}: build only")
+    missing = toolchain_missing(target, run=True)
+    if missing:
+        raise RuntimeError(f"cannot run {t.name}: {missing}")
+    if t.simavr is not None:
+        if not Path(cmd[0]).is_file():
+            raise RuntimeError(f"{d} has no simavr harness build/ec_simavr: run "
+                               f"build_firmware for {t.name} first")
+        flash = t.flash_sections(_sections(t.size_tool, d / "runner.elf"))
+        if flash > t.part.flash_bytes:
+            raise RuntimeError(
+                f"{t.name}: the runner ({flash:,} B of flash: the size probe plus the code "
+                f"that talks to the simavr harness) does not fit the part's "
+                f"{t.part.flash_bytes:,} B, so simavr cannot run it; check a smaller model, "
+                "or this one on a larger part (atmega2560)")
+    counts = d / "counts.txt"
+    counts.unlink(missing_ok=True)
+    if t.simavr is None:
+        (d / "frames.txt").write_text(text)
+        res = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=timeout)
+    else:
+        res = subprocess.run(cmd, cwd=d, input=text, capture_output=True, text=True,
+                             timeout=timeout)
+    labels, dec = _parse_runner(res, n)
+    run = FirmwareRun(labels, dec, t.name, t.counts, clock_hz=t.clock_hz)
+    if t.counts is not None and counts.is_file():
+        c = _parse_counts(counts.read_text())
+        key = "cycles" if t.counts == "cycles" else "instructions"
+        run.open_count = c.get(f"open_{key}")
+        run.infer_counts = c.get(f"infer_{key}")
+        if t.simavr is not None:
+            run.open_stack, run.infer_stack = c.get("open_stack"), c.get("infer_stack")
+            run.stack_peak = c.get("stack_peak")
+    return run
 
 
 def _parse_runner(res, t):

@@ -290,3 +290,4 @@ def export_protected_nb(model, repetitions, *, container_path=None, onnx_path=No
         save_model(onnx_model, onnx_path)
     return ExportResult("protected_nb", blob, onnx_model, device, res, checked, 0,
                         {"scale_shift": shift})
+

@@ -15,7 +15,7 @@ doubled distances: larger is better). The device graph, with the fixed-point
 quantizer fitted on calibration data, is :func:`export.ecoc.export_ecoc`'s.
 
 Only ``decoding="hamming"`` converts (the other decodings need the learners'
-margins). The hashers convert with ``output="bits"`` (uint8 0/1, one column
+margins; :class:`NotConvertibleError` otherwise). The hashers convert with ``output="bits"`` (uint8 0/1, one column
 per bit; the packed formats are refused): SSBC as Gaussian affinities to its
 anchors (``|x|^2 + |a|^2 - 2 x.a``, clamped at 0, ``exp(-d / sigma)``), the
 projection and the thresholds; the baselines as ``(x - mean) @ projection >
@@ -48,7 +48,14 @@ True
 
 import numpy as np
 
-__all__ = ["register"]
+__all__ = ["register", "NotConvertibleError"]
+
+
+class NotConvertibleError(ValueError, NotImplementedError):
+    """A fitted model whose configuration has no ONNX conversion (``decoding``
+    other than Hamming, a packed hasher ``output``). A ``ValueError``, as the
+    exporters raise for the same models, and a ``NotImplementedError``, as
+    skl2onnx's own converters raise for what they do not convert."""
 
 _REGISTERED = False
 
@@ -88,12 +95,12 @@ def _convert(scope, operator, container):
     from skl2onnx.algebra.onnx_operator import OnnxSubEstimator
     from onnx import TensorProto, numpy_helper
 
-    from edgecode.ecoc.classifier import _ConstantSymbol
+    from edgecode.ecoc.learners import ConstantSymbol
 
     model = operator.raw_operator
     opv = container.target_opset
     if model.decoding != "hamming":
-        raise NotImplementedError(
+        raise NotConvertibleError(
             f"ECOCClassifier(decoding={model.decoding!r}) has no ONNX conversion: only "
             "Hamming decoding converts (refit with set_params(decoding='hamming'))")
     X = operator.inputs[0]
@@ -104,7 +111,7 @@ def _convert(scope, operator, container):
                      np.array([1], np.int64), op_version=opv)
     columns = []
     for j, (est, idx) in enumerate(zip(model.estimators_, model.feature_indices_)):
-        if isinstance(est, _ConstantSymbol):
+        if isinstance(est, ConstantSymbol):
             value = numpy_helper.from_array(np.array([int(est.classes_[0])], np.int64))
             col = OnnxConstantOfShape(OnnxConcat(n_of, np.array([1], np.int64), axis=0,
                                                  op_version=opv),
@@ -167,7 +174,7 @@ def _hasher_convert(scope, operator, container):
     model = operator.raw_operator
     opv = container.target_opset
     if getattr(model, "output", "bits") != "bits":
-        raise NotImplementedError(
+        raise NotConvertibleError(
             f"{type(model).__name__}(output={model.output!r}) has no ONNX conversion: only "
             "output='bits' converts (set_params(output='bits'))")
     dt = np.float64 if isinstance(operator.inputs[0].type, DoubleTensorType) else np.float32

@@ -33,6 +33,7 @@ __all__ = [
     "MAGIC",
     "FORMAT_VERSION",
     "class_names_array",
+    "register_kind_code",
 ]
 
 #: File signature (8 bytes). Like PNG's, the high byte, CR LF, ^Z and LF catch
@@ -43,13 +44,13 @@ MAGIC = b"\x89ECF\r\n\x1a\n"
 FORMAT_VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
-#: Model kind name -> uint16 code stored in the header.
-#: Registered kinds (``firmware_sim.device.register_kind`` adds to it): the
-#: built-in three are registered here so a container can be read before any
-#: device module is imported.
-_KINDS = {"protected_nb": 1, "ecoc": 2, "ssbc": 3}
+#: Model kind name -> uint16 code stored in the header: the registered kinds
+#: (:func:`register_kind_code`, called by ``firmware_sim.register_kind``; the
+#: built-in kinds register when ``firmware_sim`` is imported, which importing
+#: this module does first).
+_KINDS = {}
 KINDS = MappingProxyType(_KINDS)
-_KIND_NAMES = {code: name for name, code in _KINDS.items()}
+_KIND_NAMES = {}
 
 #: dtype code (uint8 in the table) -> little-endian numpy dtype.
 DTYPES = MappingProxyType({
@@ -94,6 +95,24 @@ _CRC_FIELD = slice(20, 24)
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
+
+
+def register_kind_code(name, code):
+    """Let containers of kind ``name`` carry header code ``code`` (a uint16).
+
+    Re-registering the same pair is a no-op; a name or code already taken by
+    another kind raises :class:`ContainerError`.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a kind name must be a non-empty str; got {name!r}")
+    if isinstance(code, bool) or not isinstance(code, int) or not 0 < code < 2**16:
+        raise ContainerError(f"kind {name!r}: the header code must be an integer in "
+                             f"[1, 65535]; got {code!r}")
+    if _KINDS.get(name, code) != code or _KIND_NAMES.get(code, name) != name:
+        raise ContainerError(f"kind {name!r} / code {code} clashes with the registered kinds "
+                             f"{dict(_KINDS)}")
+    _KINDS[name] = code
+    _KIND_NAMES[code] = name
 
 
 def _align(n):
@@ -464,12 +483,12 @@ def _parse_meta(arr):
                              f"got {arr.dtype.name} with shape {arr.shape}")
 
     def _no_constants(token):
-        raise ValueError(f"non-finite number {token}")
+        raise ContainerError(f"non-finite number {token}")
 
     def _finite_float(token):
         value = float(token)
         if not math.isfinite(value):
-            raise ValueError(f"number {token[:20]} overflows float64")
+            raise ContainerError(f"number {token[:20]} overflows float64")
         return value
 
     try:

@@ -12,8 +12,9 @@ from numbers import Integral, Real
 import numpy as np
 
 from ._kernels import _skip_positions
+from .errors import DeviceError
 
-__all__ = ["bsc", "check_random_state"]
+__all__ = ["bsc", "check_random_state", "check_bits", "check_channel_eps", "BLOCK_BITS"]
 
 #: Per-bit eps with at most this many distinct positive values is simulated
 #: exactly group by group; more distinct values are split into this many bands
@@ -22,7 +23,7 @@ __all__ = ["bsc", "check_random_state"]
 MAX_EPS_GROUPS = 16
 
 #: Bits processed per block (bounds the memory of flip positions).
-_BLOCK_BITS = 1 << 22
+BLOCK_BITS = 1 << 22
 
 
 def check_random_state(random_state):
@@ -39,7 +40,7 @@ def check_random_state(random_state):
             isinstance(random_state, (Integral, np.integer)) and not isinstance(random_state, bool)):
         if random_state is not None and not isinstance(random_state, np.random.SeedSequence) \
                 and random_state < 0:
-            raise ValueError(f"random_state must be a non-negative integer; got {random_state}")
+            raise DeviceError(f"random_state must be a non-negative integer; got {random_state}")
         return np.random.default_rng(random_state)
     raise TypeError("random_state must be None, a non-negative int, a numpy SeedSequence or "
                     f"a numpy Generator; got {random_state!r}")
@@ -60,12 +61,12 @@ def check_bits(bits, *, name="bits", ndim=None):
             or np.iscomplexobj(arr):
         raise TypeError(f"{name} must hold 0/1 numbers; got dtype {arr.dtype}")
     if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
+        raise DeviceError(f"{name} must be {ndim}-dimensional; got shape {arr.shape}")
     if arr.dtype != np.bool_:
         bad = (arr != 0) & (arr != 1)
         if bad.any():
-            raise ValueError(f"{name}[{_first_bad(bad)}] must be 0 or 1 (binary); "
-                             f"got {arr[bad][0]}")
+            raise DeviceError(f"{name}[{_first_bad(bad)}] must be 0 or 1 (binary); "
+                              f"got {arr[bad][0]}")
     return np.asarray(arr, dtype=np.uint8, order="C")
 
 
@@ -80,7 +81,7 @@ def check_channel_eps(eps, length, *, name="eps"):
     if isinstance(eps, Real):
         value = float(eps)
         if not (0.0 <= value <= 1.0):  # also refuses NaN
-            raise ValueError(f"{name} must be in [0, 1]; got {eps}")
+            raise DeviceError(f"{name} must be in [0, 1]; got {eps}")
         return value
     try:
         arr = np.asarray(eps)
@@ -91,12 +92,12 @@ def check_channel_eps(eps, length, *, name="eps"):
     if arr.ndim == 0 or arr.shape == (1,):
         return check_channel_eps(float(arr.reshape(-1)[0]), length, name=name)
     if arr.shape != (length,):
-        raise ValueError(f"{name} must be a scalar or have shape ({length},), one per bit "
-                         f"of the last axis; got shape {arr.shape}")
+        raise DeviceError(f"{name} must be a scalar or have shape ({length},), one per bit "
+                          f"of the last axis; got shape {arr.shape}")
     arr = np.ascontiguousarray(arr, dtype=np.float64)
     bad = ~((arr >= 0.0) & (arr <= 1.0))
     if bad.any():
-        raise ValueError(f"{name}[{_first_bad(bad)}] must be in [0, 1]; got {arr[bad][0]}")
+        raise DeviceError(f"{name}[{_first_bad(bad)}] must be in [0, 1]; got {arr[bad][0]}")
     return arr
 
 
@@ -123,12 +124,12 @@ def _flip_inplace(flat, length, eps, rng):
     """XOR a flat uint8 array, viewed as rows of ``length`` bits, with BSC noise.
 
     ``eps`` is a float (every bit) or a float64 array of shape (length,). Work
-    proceeds in blocks of about ``_BLOCK_BITS`` bits to bound memory; the block
+    proceeds in blocks of about ``BLOCK_BITS`` bits to bound memory; the block
     size is fixed, so a seed gives the same flips on every machine.
     """
     if isinstance(eps, float):
-        for start in range(0, flat.size, _BLOCK_BITS):
-            block = flat[start:start + _BLOCK_BITS]
+        for start in range(0, flat.size, BLOCK_BITS):
+            block = flat[start:start + BLOCK_BITS]
             block[_bernoulli_positions(block.size, eps, rng)] ^= 1
         return
     rows = flat.size // length if length else 0
@@ -141,7 +142,7 @@ def _flip_inplace(flat, length, eps, rng):
         order = np.argsort(eps, kind="stable")
         order = order[eps[order] > 0]
         groups = [g for g in np.array_split(order, MAX_EPS_GROUPS) if g.size]
-    step = max(1, _BLOCK_BITS // length)
+    step = max(1, BLOCK_BITS // length)
     for r0 in range(0, rows, step):
         nrows = min(step, rows - r0)
         block = flat[r0 * length:(r0 + nrows) * length]
@@ -179,7 +180,7 @@ def bsc(bits, eps, random_state=None):
 
     Raises
     ------
-    ValueError
+    DeviceError
         Non-binary ``bits``, ``eps`` outside [0, 1] or NaN, ``eps`` of the wrong
         shape (the message names the first bad index).
     TypeError

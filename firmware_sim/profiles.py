@@ -25,8 +25,9 @@ overridden with a datasheet's numbers: they leave out instruction fetch,
 control and leakage, which dominate a real microcontroller's energy (set
 ``overhead_pj_per_cycle`` for those).
 
-Imports the standard library only (and nothing from the rest of the package
-at import time), so every device runtime may use it.
+Imports the standard library and the error classes only (the kind registry
+for the measured runtime figures is asked at call time), so every device
+runtime may use it.
 """
 
 import json
@@ -188,18 +189,22 @@ class DeviceProfile:
     has_fpu : bool
     source : str
         Where the numbers come from.
-    runtime_flash_bytes : int or mapping of str to int
+    runtime_flash_bytes : int, mapping of str to int, or None
         Flash the C99 runtime itself takes beside the image (code and
         constants of ``firmware_sim/c``, measured by ``edgecode firmware
-        --build``), one number or one per model kind (``protected_nb``,
-        ``ecoc``, ``ssbc``: a firmware compiles in its model's kind only);
-        :func:`check_fits` adds it to the image. A kind the mapping does not
-        list is charged its largest entry. 0 by default (a profile file may
-        set it).
-    runtime_ram_bytes : int or mapping of str to int
+        --build``), one number or one per model kind (a firmware compiles in
+        its model's kind only); :func:`check_fits` adds it to the image. A
+        kind the mapping does not list is charged its largest entry. None
+        (the built-in profiles): the figures each registered kind measured on
+        ``runtime_profile`` (its device class's ``runtime_bytes``). 0 by
+        default (a profile file may set it).
+    runtime_ram_bytes : int, mapping of str to int, or None
         RAM the runtime needs beside the model's own buffers: its worst-case
         stack (open, then one inference), likewise per kind;
         :func:`check_fits` adds it.
+    runtime_profile : str
+        The built-in profile whose measured runtime figures apply where the
+        two fields above are None (a profile file inherits its base's).
 
     Examples
     --------
@@ -220,8 +225,9 @@ class DeviceProfile:
     overhead_pj_per_cycle: float = 0.0
     has_fpu: bool = False
     source: str = ""
-    runtime_flash_bytes: int = 0
-    runtime_ram_bytes: int = 0
+    runtime_flash_bytes: object = 0
+    runtime_ram_bytes: object = 0
+    runtime_profile: str = ""
 
     def __post_init__(self):
         _validate(self)
@@ -233,8 +239,21 @@ class DeviceProfile:
         >>> get_profile("cortex-m4").runtime_bytes("protected_nb")
         (2592, 280)
         """
-        return (_for_kind(self.runtime_flash_bytes, kind),
-                _for_kind(self.runtime_ram_bytes, kind))
+        table = self.runtime_table()
+        return (_for_kind(table["flash"], kind), _for_kind(table["ram"], kind))
+
+    def runtime_table(self):
+        """``{"flash": ..., "ram": ...}``: each a number or a mapping of model kind
+        to bytes, the fields resolved (None: the registered kinds' measured
+        ``runtime_bytes[runtime_profile]``; no kind measured there: 0)."""
+        out = {}
+        for key, value, i in (("flash", self.runtime_flash_bytes, 0),
+                              ("ram", self.runtime_ram_bytes, 1)):
+            if value is None:
+                value = {k: v[i] for k, v in _measured_runtime(self.runtime_profile).items()} \
+                    or 0
+            out[key] = value
+        return out
 
     @property
     def word_bytes(self):
@@ -276,8 +295,13 @@ def _validate(p):
         raise ProfileError(f"{where}: word_bits must be 8, 16, 32 or 64; got {p.word_bits!r}")
     for name in ("flash_bytes", "ram_bytes"):
         _check_number(getattr(p, name), f"{where}: {name}", positive=True, integer=True)
+    if not isinstance(p.runtime_profile, str):
+        raise ProfileError(f"{where}: runtime_profile must be a profile name (str); got "
+                           f"{p.runtime_profile!r}")
     for name in ("runtime_flash_bytes", "runtime_ram_bytes"):
         value = getattr(p, name)
+        if value is None:
+            continue
         if hasattr(value, "items"):
             if not value:
                 raise ProfileError(f"{where}: {name} must be a number or a non-empty "
@@ -319,6 +343,15 @@ def _validate(p):
         object.__setattr__(p, table, _freeze({k: float(t[k]) for k in OPERATION_CLASSES}))
 
 
+def _measured_runtime(profile_name):
+    """Registered kind -> ``(flash, ram)`` its C runtime measured on
+    ``profile_name`` (the device classes' ``runtime_bytes``)."""
+    from .contract import device_kinds       # the registry, at call time: no import cycle
+
+    return {k: tuple(int(v) for v in cls.runtime_bytes[profile_name])
+            for k, cls in device_kinds().items() if profile_name in cls.runtime_bytes}
+
+
 def _for_kind(value, kind):
     if not hasattr(value, "items"):
         return int(value)
@@ -353,8 +386,7 @@ CORTEX_M0 = DeviceProfile(
            "energy: Horowitz ISSCC 2014 45 nm table (defaults, override); runtime "
            "flash/RAM: the C runtime built for cortex-m0plus at -O2, one kind compiled in "
            "(benchmarks/README.md)",
-    runtime_flash_bytes={"protected_nb": 3632, "ecoc": 8163, "ssbc": 8408},
-    runtime_ram_bytes={"protected_nb": 364, "ecoc": 552, "ssbc": 364},
+    runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="cortex-m0",
 )
 
 #: Cortex-M4F (ARMv7E-M) cycle model: single-cycle ALU and 32-bit multiply,
@@ -372,8 +404,7 @@ CORTEX_M4 = DeviceProfile(
     source="cycles: ARM Cortex-M4 TRM instruction timings; energy: Horowitz ISSCC 2014 "
            "45 nm table (defaults, override); runtime flash/RAM: the C runtime built for "
            "cortex-m4 at -O2, one kind compiled in (benchmarks/README.md)",
-    runtime_flash_bytes={"protected_nb": 2592, "ecoc": 6771, "ssbc": 6600},
-    runtime_ram_bytes={"protected_nb": 280, "ecoc": 496, "ssbc": 336},
+    runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="cortex-m4",
 )
 
 #: Built-in profiles by name.

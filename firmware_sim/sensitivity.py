@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._limits import check_allocation
-from ._parallel import Ticker
-from .artifact import ContainerError
-from .device import load
-from .errors import FrameError
+from .contract import load
+from .engine.batches import Ticker
+from .engine.streams import as_device, clean_labels
+from .errors import ContainerError, DeviceError, FrameError
 from .faults import ParameterUpset
 
 __all__ = ["UpsetTable", "single_upset_table"]
@@ -206,7 +206,7 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
 
     Raises
     ------
-    ValueError
+    DeviceError
         More targeted bits than ``max_bits`` (the message gives both and
         suggests ``arrays=``), unknown array names, ``y`` of the wrong length.
     SizeLimitError
@@ -224,32 +224,30 @@ def single_upset_table(device, X, *, arrays=None, checked=False, y=None, max_bit
     >>> round(tab.predict(ParameterUpset(count=1, arrays=["weights"]))["same_rate"], 4)
     0.8516
     """
-    from .campaign import _as_device, _clean_labels
-
-    device = _as_device(device)
+    device = as_device(device)
     fault = ParameterUpset(count=1, arrays=arrays, checked=checked)
     container = device.container
     n = fault.targeted_bits(container)
     if n > max_bits:
-        raise ValueError(f"{n} targeted bits exceed max_bits={max_bits}: one re-load per bit; "
-                         "choose the arrays to upset (arrays=, CLI --arrays; the container "
-                         f"has {sorted(container.arrays)}) or raise max_bits (--max-bits)")
+        raise DeviceError(f"{n} targeted bits exceed max_bits={max_bits}: one re-load per bit; "
+                          "choose the arrays to upset (arrays=, CLI --arrays; the container "
+                          f"has {sorted(container.arrays)}) or raise max_bits (--max-bits)")
     check_allocation(f"{n:,} targeted bits", 17 * n, what="the upset table (refused, same and "
                      "correct per bit)", hint="choose the arrays to upset (arrays=, CLI --arrays)")
     if checked:
         layout = [("__image__", 0, n, "uint8")]
     else:
         layout, start = [], 0
-        for name, a in fault._targets(container).items():
+        for name, a in fault.targets(container).items():
             layout.append((name, start, 8 * a.nbytes, str(a.dtype)))
             start += 8 * a.nbytes
     frames = device.encode(X)
-    clean = _clean_labels(device, frames)
+    clean = clean_labels(device, frames)
     t = clean.shape[0]
     if y is not None:
         y = np.asarray(y).astype(np.int64).reshape(-1)
         if y.shape[0] != t:
-            raise ValueError(f"y must have shape ({t},), one label per point; got {y.shape}")
+            raise DeviceError(f"y must have shape ({t},), one label per point; got {y.shape}")
     refused = np.zeros(n, bool)
     same = np.zeros(n, np.int64)
     correct = None if y is None else np.zeros(n, np.int64)

@@ -20,9 +20,6 @@ pass the checksum and reach the consistency rules:
 * ``drop`` / ``shorten`` / ``extend`` / ``cast``: an array removed, one entry
   shorter or longer, or another dtype (the container is rewritten).
 
-Every registered kind is fuzzed the same way (protected naive Bayes, ECOC,
-SSBC, forest).
-
 Each mutant must either be refused with ``ContainerError`` when loaded, or
 load and run: ``predict`` (and the kind's other inference entry points,
 ``infer`` on int16 frames with the extreme values when the device has it)
@@ -49,12 +46,10 @@ from firmware_sim.artifact import (
     write_container,
 )
 from firmware_sim.ecoc import load_ecoc
-from firmware_sim.kinds.forest import load_forest
 from firmware_sim.naive_bayes import load_protected_nb
 from firmware_sim.ssbc import load_ssbc
 
-LOADERS = {"protected_nb": load_protected_nb, "ecoc": load_ecoc, "ssbc": load_ssbc,
-           "forest": load_forest}
+LOADERS = {"protected_nb": load_protected_nb, "ecoc": load_ecoc, "ssbc": load_ssbc}
 _ENTRY = np.dtype([("name", "V32"), ("dtype", "u1"), ("ndim", "u1"), ("reserved0", "<u2"),
                    ("shape", "<u4", (4,)), ("offset", "<u4"), ("nbytes", "<u4"),
                    ("reserved1", "<u4")])
@@ -239,17 +234,6 @@ def exercise(dev, kind, rng, t=6):
         _check_labels(dev.predict(dev.quantize(Xf)), t, dev.n_classes, "predict(quantize)")
         if hasattr(dev, "infer"):
             _check_labels(dev.infer(q).labels, t, dev.n_classes, "infer")
-    elif kind == "forest":
-        q = _int16_frames(rng, t, dev.n_features)
-        inf = dev.infer(q)
-        _check_labels(inf.labels, t, dev.n_classes, "infer")
-        leaves = inf.decision["leaves"]
-        if leaves.size and (leaves.min() < 0 or leaves.max() >= dev.n_leaves):
-            raise AssertionError(f"leaves {leaves.tolist()} outside [0, {dev.n_leaves})")
-        noisy = rng.integers(0, dev.n_leaves, leaves.shape)
-        _check_labels(dev.finish(noisy), t, dev.n_classes, "finish(noisy leaves)")
-        Xf = rng.normal(0, 1e3, (t, dev.n_features))
-        _check_labels(dev.labels(dev.encode(Xf)), t, dev.n_classes, "labels(encode)")
     else:
         X = rng.normal(0, 4, (t, dev.n_features))
         X[0] = 1e6

@@ -139,3 +139,11 @@ scp_approx(m, d[:, :10], 0.1, hybrid=2)
 """
     code, err = run_and_interrupt("scp_approx(m, d, 0.1, hybrid=13)", setup)
     assert "KeyboardInterrupt" in err and code != 0
+
+
+def test_flip_effects_whose_spread_overflows_are_a_value_error():
+    """Finite but huge flip effects: the kernel's OverflowError becomes the
+    ValueError of bad input, naming the argument and the fix (issue 25)."""
+    with pytest.raises(ValueError, match=r"deltas: scp_bounds: the flip effects' range "
+                       r"overflows float64 \(rescale margin and deltas"):
+        scp_bounds([1.0], [[1e308, -1e308, 1e308]], 0.3)

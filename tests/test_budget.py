@@ -28,13 +28,13 @@ DIGITS_SPACE = SearchSpace(kinds=("ecoc", "ssbc"), designs=("one_vs_all", "nary"
 @pytest.fixture(scope="module")
 def hv():
     return search("house_votes", "cortex-m4", 0.1, space=HV_SPACE, simulate="all",
-                  sim_samples=40_000, seed=0)
+                  sim_samples=40_000, random_state=0)
 
 
 @pytest.fixture(scope="module")
 def digits():
     return search("digits", "cortex-m4", 0.05, space=DIGITS_SPACE, simulate="all",
-                  sim_samples=40_000, max_points=300, seed=1)
+                  sim_samples=40_000, max_points=300, random_state=1)
 
 
 # --------------------------------------------------------------------------
@@ -134,7 +134,7 @@ def test_screening_bounds_are_below_what_is_measured(hv, digits):
     from firmware_sim.profiles import get_profile
     prof = get_profile("cortex-m4")
     for res, data, mp in ((hv, "house_votes", None), (digits, "digits", 300)):
-        task = load_task(data, seed=res.settings["seed"], max_points=mp)
+        task = load_task(data, random_state=res.settings["seed"], max_points=mp)
         for e in res.entries:
             lb = screen(e["config"], task, res.settings["seed"])
             assert lb["flash_bytes"] <= e["image_bytes"], e["label"]
@@ -264,7 +264,10 @@ def test_cli_smoke(tmp_path, capsys):
     assert main(argv) == 0
     cap = capsys.readouterr()
     assert "Pareto front on house_votes" in cap.out and "recommended (*)" in cap.out
-    assert "budget [" in cap.err and "ETA" in cap.err
+    # one line per configuration from export.progress.Progress, the one reporter
+    lines = [ln for ln in cap.err.splitlines() if ln.startswith("budget: ")]
+    assert any("configurations:" in ln for ln in lines)
+    assert sum("ETA" in ln for ln in lines) >= 2, cap.err
     d = json.loads(out.read_text())
     assert d["pareto"][d["recommended"]]["config"]["kind"] in ("protected_nb", "ecoc")
     assert d["search"]["memory_source"] == "profile"
@@ -285,7 +288,7 @@ FAULT_SPACE = SearchSpace(kinds=("protected_nb", "ecoc"), nb_rates=(0, 1), nb_pl
 ])
 def test_other_faults_predict_where_a_closed_form_holds(fault, eps, predicted):
     res = search("house_votes", "cortex-m4", eps, fault=fault, space=FAULT_SPACE,
-                 sim_samples=4000, seed=0)
+                 sim_samples=4000, random_state=0)
     assert len(res.entries) == 3 and res.pareto
     for e in res.entries:
         assert (e["predicted_accuracy"] is not None) == predicted, (e["label"],
@@ -297,3 +300,51 @@ def test_other_faults_predict_where_a_closed_form_holds(fault, eps, predicted):
         if e["predicted_accuracy"] is not None and e["simulated_ci"] is not None:
             lo, hi = e["simulated_ci"]
             assert lo - 1e-9 <= e["predicted_accuracy"] <= hi + 1e-9, e["label"]
+
+
+# --------------------------------------------------------------------------
+# the options object, the deprecated seed, the progress callable (issue 25)
+# --------------------------------------------------------------------------
+NB_SPACE = SearchSpace(kinds=("protected_nb",), nb_rates=(0, 1), nb_plans=("uniform",))
+
+
+def _figures(res):
+    return [(e["label"], e["flash_bytes"], e["predicted_accuracy"], e["simulated_accuracy"])
+            for e in res.entries]
+
+
+def test_options_object_equals_keywords_and_seed_is_a_deprecated_alias():
+    from export.budget import SearchOptions
+    kw = {"space": NB_SPACE, "sim_samples": 1000}
+    ref = search("house_votes", "cortex-m4", 0.1, random_state=3, **kw)
+    opts = SearchOptions(profile="cortex-m4", eps=0.1, random_state=3, **kw)
+    assert _figures(search("house_votes", options=opts)) == _figures(ref)
+    assert _figures(search("house_votes", "cortex-m4", options=opts, random_state=3)) == \
+        _figures(ref)
+    with pytest.warns(FutureWarning, match="seed=.*deprecated; use random_state"):
+        old = search("house_votes", "cortex-m4", 0.1, seed=3, **kw)
+    assert _figures(old) == _figures(ref) and old.settings["seed"] == 3
+    with pytest.raises(TypeError, match="both seed and random_state"), \
+            pytest.warns(FutureWarning):
+        search("house_votes", "cortex-m4", 0.1, seed=3, random_state=4, **kw)
+    with pytest.raises(TypeError, match=r"unknown option\(s\) \['colour'\]"):
+        search("house_votes", "cortex-m4", 0.1, colour=1, **kw)
+
+
+def test_progress_is_a_callable_and_the_library_prints_nothing(capsys):
+    calls = []
+    res = search("house_votes", "cortex-m4", 0.1, space=NB_SPACE, sim_samples=1000,
+                 progress=lambda done, total, text: calls.append((done, total, text)))
+    assert capsys.readouterr().err == ""
+    assert [c[:2] for c in calls] == [(i + 1, len(res.entries)) for i in range(len(calls))]
+    assert all(c[2].startswith(e["label"] + ": accuracy under noise")
+               for c, e in zip(calls, res.entries))
+
+
+def test_plot_marks_a_kind_the_registry_does_not_know(hv, tmp_path):
+    pytest.importorskip("matplotlib")
+    import copy
+    res = copy.copy(hv)
+    res.entries = [dict(e) for e in hv.entries]
+    res.entries[0]["kind"] = "some_other_kind"
+    assert Path(res.plot(tmp_path / "front.png")).stat().st_size > 0

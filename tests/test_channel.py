@@ -37,7 +37,7 @@ def test_eps_zero_never_flips_and_one_always_flips():
 def test_independence(monkeypatch, per_bit):
     """Flip counts per row are Binomial(L, eps) (mean and variance); adjacent bits,
     rows and blocks (small blocks forced here) are uncorrelated."""
-    monkeypatch.setattr("firmware_sim.channel._BLOCK_BITS", 1000)
+    monkeypatch.setattr("firmware_sim.channel.BLOCK_BITS", 1000)
     eps, rows, length = 0.05, 20000, 64
     e = np.full(length, eps) if per_bit else eps
     flips = bsc(np.zeros((rows, length), np.uint8), e, random_state=11).astype(np.float64)

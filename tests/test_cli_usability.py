@@ -238,7 +238,35 @@ def test_static_choice_names_match_their_registries():
     from export.cli import _names
     from export.firmware import TARGETS
     from firmware_sim.faults import FAULTS
-    assert _names.DESIGNS == tuple(DESIGNS)
-    assert _names.FAULTS == tuple(sorted(FAULTS))
+    assert _names._generated()["DESIGNS"] == _names.DESIGNS == tuple(DESIGNS)
+    # the fault models firmware_sim registers itself (tests register more at run time)
+    builtin = {n for n, cls in FAULTS.items() if cls.__module__.startswith("firmware_sim.")}
+    assert _names.FAULTS.names == tuple(sorted(builtin))
     assert _names.TARGETS == tuple(sorted(TARGETS))
     assert _names.BINARY_DATASETS == tuple(datasets.NAMES)
+
+
+def test_fault_choices_follow_the_registry_without_importing_it():
+    """`--fault` lists the built-in models while firmware_sim is not imported (fast
+    --help) and accepts any fault model registered at run time."""
+    code = ("from export.cli import _names\nassert list(_names.FAULTS) == "
+            "list(_names.FAULTS.names)\nassert 'bsc' in _names.FAULTS")
+    assert _imported_after(code, ("numba", "firmware_sim")) == ""
+    code = ("from export.cli import _names\nassert 'no_such_fault' not in _names.FAULTS")
+    assert "firmware_sim" in _imported_after(code, ("firmware_sim",))
+
+
+def test_budget_kind_options_come_from_the_kind_specs():
+    """`budget --kinds` and each kind's list options (--nb-rates, --designs, ...) are
+    the registered specs' (export/kinds/), with their defaults."""
+    from export._budget_space import search_kinds
+    from export.registry import kind_spec
+    _, subs = _subparsers()
+    opts = subs["budget"]._option_string_actions
+    specs = [kind_spec(k) for k in search_kinds()]
+    assert opts["--kinds"].default == ",".join(s.cli_name for s in specs)
+    flags = [o for s in specs for o in s.space_options if o.cli]
+    assert {o.cli for o in flags} >= {"--nb-rates", "--designs", "--nary-N", "--learners",
+                                      "--depths", "--ssbc-bits"}
+    for o in flags:
+        assert opts[o.cli].default == o.cli_default() and opts[o.cli].help == o.help

@@ -25,8 +25,12 @@ from export.naive_bayes import export_protected_nb
 from export.ssbc import export_ssbc
 from firmware_sim import FrameError, load
 from firmware_sim.artifact import read_container, write_container
-from firmware_sim.campaign import _bits_point, _plain_bits_point, run_campaign, wilson_interval
+from firmware_sim.campaign import run_campaign, wilson_interval
 from firmware_sim.device import Device, Inference, register_kind
+from firmware_sim.engine.batches import plan_batches, run_seeded_batches
+from firmware_sim.engine.executors import BitJob, ThreadExecutor
+from firmware_sim.engine.runner import plain_runner
+from firmware_sim.engine.streams import clean_labels, stream
 from firmware_sim.faults import BSC, Compose, Fault, GilbertElliott, ParameterUpset, \
     register_fault
 from firmware_sim.sensitivity import single_upset_table
@@ -235,16 +239,18 @@ def test_composed_image_and_wire_faults(iris_linear):
     ("iris_linear", "intermediate", GilbertElliott.from_flip_rate(0.15, 3.0)),
     ("digits_tree_nary", "intermediate", BSC(0.15))])
 def test_fast_paths_equal_the_plain_path(request, name, site, fault):
-    from firmware_sim.campaign import _clean_labels, _stream
-
     dev, X, y = _get(request, name)
     frames = dev.encode(X)
-    clean = _clean_labels(dev, frames)
-    stream, n_sym = _stream(dev, frames, site)
+    clean = clean_labels(dev, frames)
+    rows, n_sym = stream(dev, frames, site)
     y = np.asarray(y, np.int64)
-    fast = _bits_point(dev, stream, clean, y, fault, np.random.default_rng(5), 50, n_sym, site)
-    plain = _plain_bits_point(dev, stream, clean, y, fault, np.random.default_rng(5), 50, n_sym,
-                              site)
+    # the kind has a fast path here (the test would compare the plain path with itself)
+    assert dev.bit_fault_runner(site, fault, rows, clean, y, 50) is not None
+    job = BitJob(dev, X, y, 50, site, rows, n_sym, clean)
+    fast = ThreadExecutor(1).count(job, fault, np.random.default_rng(5))
+    plain = run_seeded_batches(plain_runner(dev, site, fault, rows, clean, y, 50, n_sym),
+                               plan_batches(len(X), 50, rows.shape[1], np.random.default_rng(5)),
+                               len(X), 1)
     np.testing.assert_array_equal(fast[0], plain[0])
     np.testing.assert_array_equal(fast[1], plain[1])
 
@@ -282,9 +288,26 @@ def test_simulate_one_signature_for_every_kind(hv_nb, iris_linear, ssbc_table):
         assert calls[-1] == (20 * len(X), 20 * len(X))
 
 
+@pytest.mark.parametrize("name", KINDS)
+def test_simulate_is_a_campaign_with_a_bsc(request, name):
+    """Issue 25: one engine, one BSC sampler. ``simulate`` seeded with the seed a
+    one-value campaign gives its grid value (child 0 of ``SeedSequence(random_state)``)
+    counts exactly what ``run_campaign(.., BSC(eps))`` counts, for every kind (naive
+    Bayes at the wire had its own sampler before)."""
+    dev, X, y = _get(request, name)
+    y = np.asarray(y, np.int64)
+    camp = run_campaign(dev, X, BSC(0.1), n_trials=40, random_state=4, y=y)
+    sim = firmware_sim.simulate(dev, X, 0.1, 40, random_state=np.random.SeedSequence(4).spawn(1)[0],
+                                y=y)
+    assert camp.site == dev.default_site and 0 < camp.points[0].same_rate < 1
+    assert sim.same.tolist() == camp.points[0].same_per_point
+    assert sim.accuracy == camp.points[0].accuracy
+
+
 # ------------------------------------------------------------------ registries
 class _ThresholdDevice(Device):
-    """A toy kind: label = (sum of int16 features > stored threshold)."""
+    """A toy kind: label = (sum of int16 features > stored threshold). Registered with
+    the old form, register_kind(name, code, cls), and the contract's defaults only."""
 
     frame_dtype = np.dtype(np.int16)
 
@@ -336,7 +359,7 @@ def test_a_new_kind_and_a_new_fault_are_one_registration_each():
     raw = write_container(None, "toy_threshold", {"threshold": np.array([3], np.int32),
                                                   "n_features": np.array([2], np.int32)})
     dev = load(raw)
-    assert isinstance(dev, _ThresholdDevice)
+    assert isinstance(dev, _ThresholdDevice) and dev.kind_code == 200
     X = [[1, 1], [3, 3]]
     np.testing.assert_array_equal(dev.infer(dev.encode(X)).labels, [0, 1])
     f = firmware_sim.make_fault("first_column", p=1.0)
@@ -349,3 +372,187 @@ def test_a_new_kind_and_a_new_fault_are_one_registration_each():
     with pytest.raises(ValueError, match="clashes"):
         register_kind("toy_other", 200, _ThresholdDevice)
     assert read_container(raw).kind == "toy_threshold"
+
+
+# ---------------------------------------------------------------- a toy kind with every hook
+class _ParityDevice(Device):
+    """A toy kind written the new way (issue 25): label = parity of the frame's bits
+    XOR a stored bit. Class attributes name it, ``check_container`` holds its
+    rules, and it answers every hook the shared code asks: decision layout,
+    workspace, C sources, runtime bytes per profile, a wire eps per feature, and
+    a fast path for additive wire faults (a label flips with the parity of the
+    errors)."""
+
+    kind = "toy_parity"
+    kind_code = 201
+    default_site = "wire"
+    c_sources = ("ec_toy_parity.c",)
+    c_switch = "EC_WITH_TOY_PARITY"
+    runtime_bytes = {"cortex-m0": (111, 22)}
+
+    @classmethod
+    def check_container(cls, container):
+        super().check_container(container)
+        flip = container.require("flip", np.uint8, (1,))
+        n = container.require("n_bits", np.int32, (1,))
+        if flip[0] > 1 or n[0] < 1:
+            raise firmware_sim.ContainerError("toy_parity container: 'flip' must be 0 or 1 "
+                                              "and 'n_bits' >= 1")
+        return {"flip": int(flip[0]), "n": int(n[0])}
+
+    def __init__(self, container):
+        v = self.check_container(container)
+        self.container, self.meta = container, container.meta
+        self.flip, self.n = v["flip"], v["n"]
+
+    @property
+    def frame_width(self):
+        return self.n
+
+    def encode(self, X):
+        return np.ascontiguousarray(np.asarray(X, np.uint8))
+
+    def stage(self, frames):
+        return self.check_frames(frames)
+
+    def finish(self, intermediate):
+        return ((np.asarray(intermediate).sum(axis=1) + self.flip) % 2).astype(np.int64)
+
+    def infer(self, frames):
+        bits = self.stage(frames)
+        return Inference(self.finish(bits), {"ones": bits.sum(axis=1)})
+
+    def decision_layout(self):
+        return (("ones", 1),)
+
+    def workspace_bytes(self):
+        return 8
+
+    def resources(self):
+        return {"kind": self.kind, "flash_bytes": self.container.nbytes, "ram_bytes": 4}
+
+    def bit_fault_runner(self, site, fault, stream, clean, y, n_trials):
+        if site != "wire" or not fault.additive:
+            return None
+        width = stream.shape[1]
+
+        def run(start, nrows, rng, same, correct):
+            masks = fault.error_masks(nrows, width, rng)
+            odd = np.zeros(nrows, np.int64)
+            for w in range(masks.shape[1]):
+                odd += np.array([bin(int(m)).count("1") for m in masks[:, w]])
+            rows = np.arange(start, start + nrows) // n_trials
+            labels = (clean[rows] + odd) % 2
+            np.add.at(same, rows, labels == clean[rows])
+            if y is not None:
+                np.add.at(correct, rows, labels == y[rows])
+        return run
+
+
+@pytest.fixture(scope="module")
+def parity():
+    register_kind(_ParityDevice)
+    register_kind(_ParityDevice)                      # again: a no-op
+    raw = write_container(None, "toy_parity", {"flip": np.array([1], np.uint8),
+                                               "n_bits": np.array([5], np.int32)})
+    X = np.random.default_rng(0).integers(0, 2, (30, 5))
+    return load(raw), X, ((X.sum(axis=1) + 1) % 2)
+
+
+def test_a_toy_kind_gets_loading_decisions_profiles_and_errors(parity):
+    dev, X, y = parity
+    assert firmware_sim.device_kinds()["toy_parity"] is _ParityDevice
+    assert firmware_sim.KINDS["toy_parity"] == 201
+    labels, rows = dev.decision_rows(dev.encode(X))
+    np.testing.assert_array_equal(labels, y)
+    np.testing.assert_array_equal(rows[:, 0], X.sum(axis=1))
+    assert dev.workspace_bytes() == 8 and dev.c_sources == ("ec_toy_parity.c",)
+    from firmware_sim.profiles import check_fits, get_profile
+    assert get_profile("cortex-m0").runtime_bytes("toy_parity") == (111, 22)
+    assert get_profile("cortex-m4").runtime_bytes("toy_parity")[0] == \
+        max(get_profile("cortex-m4").runtime_table()["flash"].values())   # not measured there
+    assert check_fits("cortex-m0", dev.resources())["ram_free_bytes"] == 4096 - 4 - 22
+    bad = write_container(None, "toy_parity", {"flip": np.array([2], np.uint8),
+                                               "n_bits": np.array([5], np.int32)})
+    with pytest.raises(firmware_sim.ContainerError, match="'flip' must be 0 or 1"):
+        load(bad)
+    with pytest.raises(FrameError, match="0/1 bits"):
+        dev.infer(np.full((1, 5), 2))
+    with pytest.raises(firmware_sim.DeviceError, match="clashes"):
+        register_kind("toy_parity", 202, _ParityDevice)
+
+
+def test_a_toy_kind_gets_campaigns_simulate_and_upsets(parity):
+    dev, X, y = parity
+    # every fault at every site through the plain path, the fast path where it applies
+    for site in ("wire", "intermediate"):
+        res = run_campaign(dev, X, BSC(0.1), "eps", [0.0, 0.2], n_trials=200, random_state=1,
+                           y=y, site=site)
+        assert res.points[0].same_rate == 1.0 and 0.4 < res.points[1].same_rate < 0.9
+    burst = run_campaign(dev, X, firmware_sim.make_fault("burst", flip_rate=0.1, mean_burst=3),
+                         n_trials=100, random_state=2)
+    assert burst.site == "wire" and burst.points[0].same_rate < 1.0
+    stuck = run_campaign(dev, X, firmware_sim.make_fault("stuck", stuck1=[0]), n_trials=5,
+                         random_state=2)
+    assert stuck.points[0].same_rate == float(np.mean(X[:, 0] == 1))
+    # simulate: a function and a method, one per-position eps too
+    sim = firmware_sim.simulate(dev, X, 0.2, 300, random_state=3, y=y)
+    assert sim.accuracy == sim.mean_same_rate and 0.4 < sim.mean_same_rate < 0.9
+    assert np.array_equal(dev.simulate(X, 0.2, 300, random_state=3).same, sim.same)
+    per_bit = firmware_sim.simulate(dev, X, [0.2] * 5, 300, random_state=3)
+    assert per_bit.eps_bits.tolist() == [0.2] * 5
+    # upsets: bit 0 of 'flip' flips every label, the other bits make it > 1 (refused)
+    tab = single_upset_table(dev, X, arrays=["flip"])
+    assert tab.change_rate.tolist() == [1.0] * 8
+    assert tab.refused.tolist() == [False] + [True] * 7
+    assert run_campaign(dev, X, ParameterUpset(count=1, arrays=["n_bits"]), n_trials=20,
+                        random_state=0).points[0].refused > 0
+
+
+def test_a_toy_kind_fast_path_equals_the_plain_path(parity):
+    dev, X, y = parity
+    frames = dev.encode(X)
+    clean = clean_labels(dev, frames)
+    rows, n_sym = stream(dev, frames, "wire")
+    job = BitJob(dev, X, y, 64, "wire", rows, n_sym, clean)
+    for fault in (BSC(0.15), GilbertElliott.from_flip_rate(0.1, 3.0)):
+        assert dev.bit_fault_runner("wire", fault, rows, clean, y, 64) is not None
+        fast = ThreadExecutor(2).count(job, fault, np.random.SeedSequence(9))
+        plain = run_seeded_batches(plain_runner(dev, "wire", fault, rows, clean, y, 64),
+                                   plan_batches(len(X), 64, 5, np.random.SeedSequence(9)),
+                                   len(X), 1)
+        np.testing.assert_array_equal(fast[0], plain[0])
+        np.testing.assert_array_equal(fast[1], plain[1])
+
+
+class _Erasure(Fault):
+    """A toy fault written the minimal way: name, target, params, apply_inplace;
+    additive=False, so no fast path uses it."""
+
+    name = "toy_erasure"
+    target = "bits"
+
+    def __init__(self, rate=0.5):
+        self.rate = float(rate)
+
+    def params(self):
+        return {"rate": self.rate}
+
+    def apply_inplace(self, bits, rng):
+        bits[rng.random(bits.shape) < self.rate] = 0
+
+
+def test_a_toy_fault_gets_the_registry_sweeps_and_campaigns(parity):
+    dev, X, _ = parity
+    register_fault(_Erasure)
+    assert firmware_sim.FAULTS["toy_erasure"] is _Erasure     # what the CLI's --fault lists
+    f = firmware_sim.make_fault("toy_erasure")
+    assert f == _Erasure(0.5) and f.to_dict() == {"model": "toy_erasure", "rate": 0.5}
+    res = run_campaign(dev, X, f, "rate", [0.0, 1.0], n_trials=20, random_state=0)
+    ones = X.sum(axis=1)
+    assert res.points[0].same_rate == 1.0
+    assert res.points[1].same_rate == float(np.mean(ones % 2 == 0))    # all bits erased
+    with pytest.raises(ValueError, match="unknown parameter"):
+        firmware_sim.make_fault("toy_erasure", p=1)
+    with pytest.raises(firmware_sim.DeviceError, match="already registered"):
+        register_fault(type("Other", (_Erasure,), {}))

@@ -290,7 +290,7 @@ def test_simulate_eps_zero_seed_and_y():
 @pytest.mark.parametrize("eps", [0.25, [0.25, 0.0]])
 def test_simulate_batches_cross_point_boundaries(monkeypatch, eps):
     """Small batches that split points (and a per-feature eps): counts stay per point."""
-    monkeypatch.setattr("firmware_sim.naive_bayes._BATCH_BITS", 1000)
+    monkeypatch.setattr("firmware_sim.engine.batches.BATCH_BITS", 1000)
     dev = _device([2, 0], -1, [1, 0])                 # 4 channel bits -> 250 rows per batch
     n_trials = 20011
     res = simulate(dev, [[0, 0], [1, 1], [0, 1]], eps, n_trials, random_state=1)

@@ -429,8 +429,9 @@ def _cli(argv):
     args.func(args)
 
 
-@pytest.mark.parametrize("suffix", [".npy", ".csv", ".edgc"])
+@pytest.mark.parametrize("suffix", [".npy", ".csv", ".json"])
 def test_cli_codes_builds_reports_and_saves(tmp_path, capsys, suffix):
+    from edgecode.ecoc import load_code
     out = tmp_path / f"code{suffix}"
     _cli(["codes", "nary", "--classes", "10", "--columns", "20", "--N", "3",
           "-o", "truncation=top_left", "--out", str(out)])
@@ -442,11 +443,38 @@ def test_cli_codes_builds_reports_and_saves(tmp_path, capsys, suffix):
     elif suffix == ".csv":
         got = np.loadtxt(out, delimiter=",", dtype=int)
     else:
-        from firmware_sim.artifact import read_container
-        cont = read_container(out)
-        got = cont.arrays["code"]
-        assert cont.meta["design"] == "nary" and cont.meta["n_symbols"] == 3
+        import json
+        doc = json.loads(out.read_text())
+        got = np.array(doc["code"])
+        assert doc["design"] == "nary" and doc["n_symbols"] == 3 and doc["seed"] is None
+        assert doc["options"] == {"truncation": "top_left"} and doc["d_r"] > 0
     assert_array_equal(got, want)
+    assert_array_equal(load_code(out), want)          # what ECOCClassifier(code=...) takes
+
+
+def test_a_coding_matrix_is_not_written_as_a_container(tmp_path):
+    """A coding matrix has no learners: not a device model, so `codes --out x.edgc`
+    (which wrote a container firmware_sim.load refused) is refused with the way out."""
+    from edgecode.ecoc import save_code
+    with pytest.raises(ValueError, match=r"not a device model .* \.npy, \.csv, \.json.*"
+                       r"edgecode ecoc DATA --code nary --out model\.edgc"):
+        _cli(["codes", "nary", "--classes", "4", "--out", str(tmp_path / "x.edgc")])
+    with pytest.raises(ValueError, match="not a device model"):
+        save_code(nary(4, 6, N=3), tmp_path / "x.edgc")
+    assert not list(tmp_path.iterdir())
+
+
+def test_load_code_refuses_what_is_not_a_coding_matrix(tmp_path):
+    from edgecode.ecoc import load_code
+    (tmp_path / "a.json").write_text('{"rows": [[0, 1]]}')
+    with pytest.raises(ValueError, match="'code' list of rows"):
+        load_code(tmp_path / "a.json")
+    (tmp_path / "b.csv").write_text("0,1\n1,-2\n")
+    with pytest.raises(ValueError, match=r"b\.csv\[1, 1\] must be -1"):
+        load_code(tmp_path / "b.csv")
+    (tmp_path / "c.csv").write_text("0,1\n1,x\n")
+    with pytest.raises(ValueError, match="c.csv: not a coding matrix"):
+        load_code(tmp_path / "c.csv")
 
 
 def test_cli_codes_errors(tmp_path):

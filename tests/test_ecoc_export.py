@@ -14,7 +14,8 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 
-from edgecode.ecoc.classifier import ECOCClassifier, _linear_params
+from edgecode.ecoc.classifier import ECOCClassifier
+from edgecode.ecoc.learners import linear_params as _linear_params
 from export.ecoc import ecoc_to_onnx, export_ecoc, fit_input_quantizer
 from firmware_sim.artifact import ContainerError, read_container, write_container
 from firmware_sim.ecoc import load_ecoc, quantize_inputs

@@ -302,8 +302,8 @@ def _run_on(target, fw_dir, program, text, flags=()):
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
     (d / "frames.txt").write_text(text)
-    machine, cpu = t.qemu
-    res = subprocess.run(["qemu-system-arm", "-M", machine, "-cpu", cpu, "-nographic",
+    system, machine, cpu = t.qemu
+    res = subprocess.run([system, "-M", machine, "-cpu", cpu, "-nographic",
                           "-monitor", "none", "-semihosting-config", "enable=on,target=native",
                           "-kernel", "prog.elf"], cwd=d, capture_output=True, text=True,
                          timeout=300)

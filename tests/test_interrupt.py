@@ -25,7 +25,7 @@ import firmware_sim
 from edgecode import datasets
 from edgecode.naive_bayes import BinaryNaiveBayes
 from export.naive_bayes import export_protected_nb
-from firmware_sim import _parallel, campaign, distributed
+from firmware_sim.engine import batches, executors
 from firmware_sim.campaign import run_campaign, simulate
 from firmware_sim.errors import SizeLimitError
 from firmware_sim.faults import BSC, ParameterUpset, make_fault
@@ -169,7 +169,7 @@ def test_sigint_stops_budget_and_writes_nothing(tmp_path):
     rc, took, out, err = _interrupt(
         ["budget", "digits", "--profile", "cortex-m4", "--eps", "0.05", "--no-build",
          "--json", "f.json", "--export", "best"], tmp_path,
-        lambda line: line.startswith("budget [1/"))
+        lambda line: line.startswith("budget: 1/"))
     assert rc == 130 and took < EXIT_WITHIN, err
     assert _files(tmp_path) == []
 
@@ -286,19 +286,19 @@ def test_progress_reaches_the_total_once_and_counts_stay_the_same(hv):
 def test_narrow_frames_count_in_pieces_with_the_same_result(monkeypatch):
     """One wire bit per point: 4 Mi rows a batch, counted 64 Ki rows at a time;
     the counts do not depend on the piece size, and are those of the code
-    before issue 24 (which counted a whole batch at once)."""
+    before issue 24 (which counted a whole batch at once). Issue 25: simulate
+    draws its flips with the engine's one BSC sampler (that of
+    ``run_campaign(.., BSC(eps))``), not the channel's: [399499, 399935] before."""
     dev = firmware_sim.ProtectedNBDevice.from_arrays([2], -1, [0])
     X = [[0], [1]]
-    assert simulate(dev, X, 0.2, 500_000, random_state=1).same.tolist() == [399499, 399935]
+    assert simulate(dev, X, 0.2, 500_000, random_state=1).same.tolist() == [399868, 399749]
     assert [p.same_per_point for p in run_campaign(dev, X, BSC(0.2), "eps", [0.1, 0.3],
                                                    300_000, random_state=1).points] == \
         [[270270, 270035], [210106, 209997]]
     ref = [run_campaign(dev, X, f, n_trials=3_000_000, random_state=1).points[0].same_per_point
            for f in (BSC(0.2), make_fault("stuck", rate=0.3))]
     sim = simulate(dev, X, 0.2, 3_000_000, random_state=2).same
-    monkeypatch.setattr(_parallel, "SUB_ROWS", 999)
-    monkeypatch.setattr(campaign, "SUB_ROWS", 999)
-    monkeypatch.setattr(firmware_sim.naive_bayes, "SUB_ROWS", 999)
+    monkeypatch.setattr(batches, "SUB_ROWS", 999)
     assert ref == [run_campaign(dev, X, f, n_trials=3_000_000, random_state=1)
                    .points[0].same_per_point for f in (BSC(0.2), make_fault("stuck", rate=0.3))]
     assert np.array_equal(sim, simulate(dev, X, 0.2, 3_000_000, random_state=2).same)
@@ -308,7 +308,7 @@ def test_a_seed_sequence_moves_on_as_spawn_moved_it(hv):
     dev, X, _ = hv
     ss = np.random.SeedSequence(5)
     simulate(dev, X, 0.1, 1000, random_state=ss)
-    n_batches = len(list(campaign._batches(len(X), 1000, dev.frame_width)))
+    n_batches = len(batches.plan_batches(len(X), 1000, dev.frame_width, 0))
     assert ss.n_children_spawned == n_batches
     ss2 = np.random.SeedSequence(5)
     simulate(dev, X, 0.1, 30, random_state=ss2, site="intermediate")
@@ -386,19 +386,34 @@ class _FakeClient:
 
 def test_cluster_tasks_go_out_a_window_at_a_time_and_are_cancelled(hv, monkeypatch):
     dev, X, y = hv
-    monkeypatch.setattr(distributed, "CHUNK_BATCHES", 1)
+    monkeypatch.setattr(executors, "CHUNK_BATCHES", 1)
     client = _FakeClient()
     stop = _StopAfter(5)
     with pytest.raises(KeyboardInterrupt):
         run_campaign(dev, X, BSC(0.1), n_trials=10 ** 12, y=y, client=client, progress=stop)
-    assert client.most_pending <= distributed.MAX_IN_FLIGHT
-    assert len(client.cancelled) == distributed.MAX_IN_FLIGHT    # the window, refilled
+    assert client.most_pending <= executors.MAX_IN_FLIGHT
+    assert len(client.cancelled) == executors.MAX_IN_FLIGHT    # the window, refilled
     # and a run that completes gives the local counts
-    monkeypatch.setattr(campaign, "BATCH_BITS", 4096)
+    monkeypatch.setattr(batches, "BATCH_BITS", 4096)
     local = run_campaign(dev, X, BSC(0.1), n_trials=40, random_state=2, y=y, n_jobs=1)
     remote = run_campaign(dev, X, BSC(0.1), n_trials=40, random_state=2, y=y,
                           client=_FakeClient())
     assert local.points[0].same_per_point == remote.points[0].same_per_point
+
+
+def test_simulate_takes_an_executor_with_the_local_counts(hv, monkeypatch):
+    """Issue 25: where the batches run is an executor passed in, for simulate too."""
+    dev, X, y = hv
+    monkeypatch.setattr(batches, "BATCH_BITS", 4096)
+    local = simulate(dev, X, 0.1, 30, random_state=4, y=y, n_jobs=1)
+    client = _FakeClient()
+    remote = simulate(dev, X, 0.1, 30, random_state=4, y=y,
+                      executor=firmware_sim.DaskExecutor(client, chunk_batches=2))
+    assert len(client.submitted) > 1
+    assert np.array_equal(local.same, remote.same) and local.accuracy == remote.accuracy
+    threads = simulate(dev, X, 0.1, 30, random_state=4, y=y,
+                       executor=firmware_sim.ThreadExecutor(2))
+    assert np.array_equal(local.same, threads.same)
 
 
 def test_interrupting_a_dask_campaign_cancels_its_tasks(hv):

@@ -25,11 +25,11 @@ from edgecode.hashing import HammingIndex
 from edgecode.hashing.codes import pack_bits
 from firmware_sim._kernels.bits import _pack_bits as device_pack
 from firmware_sim._kernels.bits import _popcount64 as device_popcount
-from firmware_sim._kernels.ecoc import _decode_packed, _decode_symbols, _linear_scores, \
+from firmware_sim.kinds._kernels.ecoc import _decode_packed, _decode_symbols, _linear_scores, \
     _scores_to_symbols
-from firmware_sim._kernels.ecoc import _tree_symbols as device_tree
-from firmware_sim._kernels.ssbc import _hamming_knn
-from firmware_sim.ssbc import _POPCNT8
+from firmware_sim.kinds._kernels.ecoc import _tree_symbols as device_tree
+from firmware_sim.kinds._kernels.ssbc import _hamming_knn
+from firmware_sim.kinds.ssbc import _POPCNT8
 
 U64_MAX = 2 ** 64 - 1
 
@@ -251,3 +251,33 @@ def test_hamming_knn_copies_agree(n_bits, k):
                  n_classes, _POPCNT8, lab, near)
     np.testing.assert_array_equal(near, dist[:, 0])
     np.testing.assert_array_equal(lab, want_label)
+
+
+# ---------------------------------------------------------------- Wilson interval
+def test_wilson_interval_copies_agree():
+    """edgecode._stats and firmware_sim.engine.report each hold wilson_interval (the
+    packages may not import each other): same numbers, same shapes, same answer
+    (0, 1) for trials <= 0."""
+    from edgecode._stats import wilson_interval as host
+    from firmware_sim.engine.report import wilson_interval as device
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(0, 500, 200)
+    k = np.minimum(rng.integers(0, 500, 200), n)
+    n[:5] = [0, 0, -3, 1, 1]
+    k[:5] = [0, 4, 0, 0, 1]
+    for conf in (0.9, 0.99, 0.9999):
+        h_lo, h_hi = host(k, n, conf)
+        d_lo, d_hi = device(k, n, conf)
+        np.testing.assert_array_equal(h_lo, d_lo)
+        np.testing.assert_array_equal(h_hi, d_hi)
+        assert h_lo.dtype == d_lo.dtype == np.float64 and h_lo.shape == (200,)
+        for kk, nn, lo, hi in zip(k.tolist(), n.tolist(), d_lo, d_hi):
+            scalar_h, scalar_d = host(kk, nn, conf), device(kk, nn, conf)
+            assert scalar_h == scalar_d == (lo, hi)
+            assert all(type(v) is float for v in scalar_h + scalar_d)
+    assert host(0, 0) == device(0, 0) == device(3, -1) == (0.0, 1.0)
+    # one trials for every entry (the host's old signature) broadcasts
+    np.testing.assert_array_equal(host(k[5:], 600)[0], device(k[5:], 600)[0])
+    # the textbook value: 50 of 100 at 95%
+    assert [round(v, 4) for v in device(50, 100, 0.95)] == [0.4038, 0.5962]

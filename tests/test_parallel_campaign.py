@@ -18,8 +18,12 @@ from edgecode.naive_bayes import BinaryNaiveBayes
 from export.ecoc import export_ecoc
 from export.naive_bayes import export_protected_nb
 from export.ssbc import export_ssbc
-from firmware_sim import campaign
+from firmware_sim.engine import batches, executors
 from firmware_sim.campaign import run_campaign, simulate
+from firmware_sim.engine.batches import run_seeded_batches
+from firmware_sim.engine.executors import BitJob, ThreadExecutor
+from firmware_sim.engine.runner import plain_runner
+from firmware_sim.engine.streams import clean_labels, stream
 from firmware_sim.faults import BSC, StuckAt, make_fault
 
 
@@ -65,7 +69,7 @@ CASES = {
 @pytest.fixture
 def small_batches(monkeypatch):
     """Many batches from few trials: the thread split is exercised."""
-    monkeypatch.setattr(campaign, "BATCH_BITS", 4096)
+    monkeypatch.setattr(batches, "BATCH_BITS", 4096)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -93,7 +97,7 @@ def test_simulate_does_not_depend_on_the_thread_count(small_batches):
 def test_nb_wire_simulate_does_not_depend_on_the_thread_count(monkeypatch):
     """The protected-NB wire simulation (``edgecode simulate``): a seed per fixed
     batch, so 1, 2 and 3 threads give the same counts; per-feature eps too."""
-    monkeypatch.setattr("firmware_sim.naive_bayes._BATCH_BITS", 4000)   # many batches
+    monkeypatch.setattr(batches, "BATCH_BITS", 4000)   # many batches
     dev, X, y = _nb()
     eps = np.linspace(0.05, 0.3, 16)
     runs = [simulate(dev, X, eps, 25, random_state=3, y=y, n_jobs=n) for n in (1, 2, 3)]
@@ -111,12 +115,13 @@ def test_threads_split_the_same_seeds_as_the_plain_path(small_batches):
     """Fast path with threads == plain path serially, trial for trial."""
     dev, X, y = _nb()
     frames = dev.encode(X)
-    clean = campaign._clean_labels(dev, frames)
-    stream, n_sym = campaign._stream(dev, frames, "wire")
-    seed = np.random.SeedSequence(11)
-    fast = campaign._bits_point(dev, stream, clean, y, BSC(0.2), seed, 20, n_sym, "wire", 2)
-    plain = campaign._plain_bits_point(dev, stream, clean, y, BSC(0.2),
-                                       np.random.SeedSequence(11), 20, n_sym, "wire", 1)
+    clean = clean_labels(dev, frames)
+    rows, n_sym = stream(dev, frames, "wire")
+    job = BitJob(dev, X, y, 20, "wire", rows, n_sym, clean)
+    fast = ThreadExecutor(2).count(job, BSC(0.2), np.random.SeedSequence(11))
+    plain = run_seeded_batches(plain_runner(dev, "wire", BSC(0.2), rows, clean, y, 20, n_sym),
+                               batches.plan_batches(len(X), 20, rows.shape[1],
+                                                    np.random.SeedSequence(11)), len(X), 1)
     assert np.array_equal(fast[0], plain[0]) and np.array_equal(fast[1], plain[1])
 
 
@@ -160,14 +165,12 @@ def test_cli_jobs_give_the_same_counts(tmp_path, small_batches):
 
 def test_a_local_cluster_of_two_processes_gives_the_local_counts(monkeypatch, tmp_path):
     Client, LocalCluster = _dask()
-    from firmware_sim import distributed
-
-    monkeypatch.setattr(distributed, "CHUNK_BATCHES", 3)      # several tasks per value
+    monkeypatch.setattr(executors, "CHUNK_BATCHES", 3)      # several tasks per value
     dev, X, y = _nb()
     grid = [0.05, 0.2]
     local = run_campaign(dev, X, BSC(0.1), "eps", grid, n_trials=3000, random_state=3, y=y,
                          n_jobs=1)
-    n_batches = len(list(campaign._batches(len(X), 3000, dev.frame_width)))
+    n_batches = len(batches.plan_batches(len(X), 3000, dev.frame_width, 0))
     assert n_batches >= 6                                      # >= 2 tasks per value
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster:
@@ -202,7 +205,7 @@ def test_threads_stop_at_their_next_batch_on_interrupt_or_error():
     import threading
     import time
 
-    from firmware_sim._parallel import SeededBatches, run_seeded_batches
+    from firmware_sim.engine.batches import SeededBatches
 
     ran, stopped_at = [], []
 

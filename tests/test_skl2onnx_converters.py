@@ -91,7 +91,7 @@ def test_non_hamming_decoding_is_refused():
     X, y = load_iris(return_X_y=True)
     clf = ECOCClassifier(LogisticRegression(max_iter=500), code="one_vs_all",
                          decoding="loss").fit(X, y)
-    with pytest.raises(NotImplementedError, match="only Hamming decoding converts"):
+    with pytest.raises(ValueError, match="only Hamming decoding converts"):
         to_onnx(clf, X[:1].astype(np.float32), target_opset=17)
 
 

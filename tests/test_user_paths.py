@@ -58,7 +58,7 @@ def test_label_ignore_positive_and_the_errors_name_the_column(tmp_path):
     assert t.X.shape == (214, 9) and t.options == {"label": "kind", "ignore": ["id"]}
     b = load_table(p, label="kind", ignore=["id"], positive=7)
     assert sorted(set(b.y.tolist())) == [0, 1] and int(b.y.sum()) == 29
-    with pytest.raises(ValueError, match="positive=4 is not a label value"):
+    with pytest.raises(ValueError, match="positive=4 is not a value of the label column"):
         load_table(p, label="kind", ignore=["id"], positive=4)
     with pytest.raises(ValueError, match=r"cannot ignore \['nope'\]"):
         load_table(p, label="kind", ignore="nope")
@@ -92,6 +92,72 @@ def test_binary_csv_labels_are_the_files_values(tmp_path):
     assert b.class_labels.tolist() == [3, 7] and b.labels()[:5].tolist() == \
         [7 if t else 3 for t in d.y[:5]]
     assert load_binary("house_votes").class_labels is None     # bundled: documented 0/1
+
+
+def _votes_csv(path, label_of):
+    d = load_house_votes()
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id"] + list(d.feature_names) + ["party"])
+        w.writerows([[f"r{i}"] + list(map(int, x)) + [label_of(t)]
+                     for i, (x, t) in enumerate(zip(d.X, d.y))])
+    return path
+
+
+def test_binary_csv_reader_is_the_table_reader(tmp_path):
+    """load_binary reads CSVs with load_table's reader: the same column rules and
+    messages, plus 0/1 features and two classes (issue 25: one loader)."""
+    p = _votes_csv(tmp_path / "v.csv", lambda t: 10 if t else 3)
+    b = load_binary(p, label="party", ignore="id")
+    t = load_table(p, label="party", ignore="id")
+    assert np.array_equal(b.X, t.X) and b.X.dtype == np.uint8 and b.feature_names == \
+        t.feature_names
+    # labels in their typed order (3 < 10, not the text order "10" < "3"), as the
+    # model's classes_
+    assert b.class_labels.tolist() == [3, 10] and b.target_names == ["3", "10"]
+    assert np.array_equal(b.labels(), t.y)
+    with pytest.raises(ValueError, match=r"row 2, column 'id' must be 0 or 1; got 'r0' "
+                       r"\(naive Bayes reads binary features; leave the column out with "
+                       r"--ignore id\)"):
+        load_binary(p, label="party")
+    with pytest.raises(ValueError, match=r"cannot ignore \['nope'\]"):
+        load_binary(p, label="party", ignore="nope")
+    three = _votes_csv(tmp_path / "three.csv", lambda t: "ab"[t])
+    rows = three.read_text().splitlines()
+    three.write_text("\n".join(rows[:2] + [rows[2].rsplit(",", 1)[0] + ",c"] + rows[3:]) + "\n")
+    with pytest.raises(ValueError, match=r"must have exactly two values for naive Bayes; "
+                       r"got \['a', 'b', 'c'\] .*'--positive VALUE'"):
+        load_binary(three, label="party", ignore="id")
+    with pytest.raises(ValueError, match="numeric features; naive Bayes needs 0/1"):
+        load_binary("digits")
+    with pytest.raises(ValueError, match="bundled sets are"):
+        __import__("edgecode.datasets").datasets.load(str(p))
+
+
+@pytest.mark.parametrize("label_of, positive", [
+    (lambda t: "b" if t else "z", "b"),      # "b" sorts before "not b": class order 1, 0
+    (lambda t: 10 if t else 3, None),        # 3 < 10, but "10" < "3" as text
+])
+def test_nb_campaign_rows_are_the_artifacts_class_indices(tmp_path, label_of, positive):
+    """The true labels of a naive Bayes artifact's rows are its class indices (via
+    meta classes), so campaigns count accuracy against the right class; with
+    --positive b the model's classes are ["b", "not b"], the dataset's 0/1 the
+    other way round (issue 25 fix: campaign accuracy was inverted there)."""
+    from export.data import binary_rows
+    from firmware_sim import load
+    p = _votes_csv(tmp_path / "v.csv", label_of)
+    art = tmp_path / "v.edgc"
+    extra = ["--positive", positive] if positive else []
+    assert main(["plan", str(p), "--label", "party", "--ignore", "id", *extra, "--eps", "0.1",
+                 "--budget", "4", "--out", str(art)]) == 0
+    dev = load(art)
+    X, y, _ = binary_rows(dev.container, str(p), "all")
+    classes = dev.container.meta["classes"]
+    truth = [label_of(t) for t in load_house_votes().y]
+    truth = [str(v) if positive is None else (v if v == positive else f"not {positive}")
+             for v in truth]
+    assert [classes[i] for i in y] == truth
+    assert np.mean(dev.predict(X) == y) > 0.85         # the model's own accuracy, not 1 - it
 
 
 # ---------------------------------------------------------------- commands

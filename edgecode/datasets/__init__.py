@@ -4,6 +4,12 @@
 ``load_nltcs`` -- National Long Term Care Survey binary variables, 21574 x 16.
 ``load_dna`` -- Statlog DNA splice junctions, 3186 x 180 binary indicators.
 
+This module provides the bundled sets only, so that the offline package
+(which never imports ``export``) has real data for its examples, tests and
+benchmarks. CSV files are read by one loader, :func:`export.data.load_table`
+(numeric features) and :func:`export.data.load_binary` (0/1 features, two
+classes: a :class:`BinaryDataset`), the reader of every command.
+
 Provenance: both files are copied unchanged from the project's offline dataset
 collection; house votes from the UCI house-votes-84.data (Congressional
 Quarterly Almanac 1984, donor J. Schlimmer), NLTCS from the density-estimation
@@ -17,12 +23,10 @@ import csv
 import gzip
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
-__all__ = ["BinaryDataset", "load_house_votes", "load_nltcs", "load_dna", "load", "load_csv",
-           "NAMES"]
+__all__ = ["BinaryDataset", "load_house_votes", "load_nltcs", "load_dna", "load", "NAMES"]
 
 
 @dataclass(frozen=True)
@@ -171,108 +175,17 @@ _LOADERS = {"house_votes": load_house_votes, "nltcs": load_nltcs, "dna": load_dn
 NAMES = tuple(_LOADERS)
 
 
-def load_csv(path, target="class", positive=None, ignore=()):
-    r"""Load a binary dataset from a CSV (or ``.csv.gz``) with a header row.
-
-    Every column except ``target``, an optional ``split`` and the ``ignore``
-    columns must hold 0/1.  The target must have exactly two distinct values
-    (sorted; the second becomes label 1), unless ``positive`` names one of
-    its values: that value becomes label 1 and every other value label 0
-    (one against the rest, for a multi-class file).
-
-    Parameters
-    ----------
-    path : str or Path
-    target : str, default="class"
-        Name of the label column.
-    positive : str or None
-        The label value that becomes class 1 (one against the rest).
-    ignore : iterable of str
-        Columns to leave out (identifiers, file names, ...).
+def load(name):
+    """Load a bundled dataset by name (see ``NAMES``).
 
     Examples
     --------
-    >>> import tempfile, pathlib
-    >>> from edgecode.datasets import load_csv
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.csv"
-    >>> _ = p.write_text("a,b,id,class\n1,0,x,ei\n0,1,y,n\n1,1,z,ie\n")
-    >>> d = load_csv(p, positive="n", ignore=["id"])
-    >>> d.X.tolist(), d.y.tolist(), d.target_names
-    ([[1, 0], [0, 1], [1, 1]], [0, 1, 0], ['not n', 'n'])
+    >>> from edgecode.datasets import load
+    >>> load("house_votes").X.shape
+    (435, 16)
     """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no such CSV file: {path}")
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rt", newline="") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ValueError(f"{path}: cannot be read as a CSV file ({exc})") from None
-    if len(rows) < 2:
-        raise ValueError(f"{path}: needs a header row and at least one data row")
-    header, body = rows[0], rows[1:]
-    if target not in header:
-        raise ValueError(f"{path}: no target column {target!r}; columns are {header[:8]}"
-                         f"{' ...' if len(header) > 8 else ''}")
-    ignore = [ignore] if isinstance(ignore, str) else list(ignore)
-    missing = [c for c in ignore if c not in header]
-    if missing:
-        raise ValueError(f"{path}: cannot ignore {missing}: no such column")
-    ti = header.index(target)
-    si = header.index("split") if "split" in header else None
-    skip = {ti, si, *(header.index(c) for c in ignore)}
-    fcols = [j for j in range(len(header)) if j not in skip]
-    if not fcols:
-        raise ValueError(f"{path}: no feature columns left")
-    for i, r in enumerate(body):
-        if len(r) != len(header):
-            raise ValueError(f"{path}: row {i + 2} has {len(r)} fields, header has {len(header)}")
-    values = sorted({r[ti] for r in body})
-    if positive is not None:
-        if positive not in values:
-            raise ValueError(f"{path}: positive={positive!r} is not a value of {target!r}; "
-                             f"values are {values[:10]}")
-        y = np.array([r[ti] == positive for r in body], dtype=np.int64)
-        labels = [f"not {positive}", str(positive)]
-    else:
-        if len(values) != 2:
-            raise ValueError(
-                f"{path}: target {target!r} must have exactly two values; got {values[:10]}"
-                f"{' ...' if len(values) > 10 else ''} (pick one against the rest with "
-                f"positive=..., '--positive VALUE' on the command line)")
-        y = np.array([values.index(r[ti]) for r in body], dtype=np.int64)
-        labels = values
-    X = np.empty((len(body), len(fcols)), dtype=np.uint8)
-    for i, r in enumerate(body):
-        for k, j in enumerate(fcols):
-            v = r[j].strip()
-            if v not in ("0", "1"):
-                raise ValueError(
-                    f"{path}: row {i + 2}, column {header[j]!r} must be 0 or 1; got {v!r} "
-                    f"(leave non-feature columns out with ignore=[{header[j]!r}], "
-                    f"'--ignore {header[j]}' on the command line)")
-            X[i, k] = v == "1"
-    split = np.array([r[si] for r in body]) if si is not None else None
-    name = path.name[:-len(".gz")] if path.name.endswith(".gz") else path.name
-    name = name[:-len(".csv")] if name.endswith(".csv") else name
-    return BinaryDataset(X, y, [header[j] for j in fcols], labels, split, f"CSV {path}", name)
-
-
-def load(name_or_path, **csv_options):
-    """Load a bundled dataset by name (see ``NAMES``) or a CSV by path.
-
-    ``csv_options`` (``target``, ``positive``, ``ignore``) go to
-    :func:`load_csv`; bundled datasets take none.
-    """
-    if name_or_path in _LOADERS:
-        if any(v not in (None, (), [], "class") for v in csv_options.values()):
-            raise ValueError(f"{name_or_path!r} is a bundled dataset: options "
-                             f"{sorted(csv_options)} apply to CSV files only")
-        return _LOADERS[name_or_path]()
-    name = str(name_or_path)
-    if name.endswith((".csv", ".csv.gz", ".gz")):
-        return load_csv(name_or_path, **{k: v for k, v in csv_options.items() if v is not None})
-    raise ValueError(
-        f"unknown dataset {name_or_path!r}: give a bundled name {list(NAMES)} or a path to a "
-        ".csv or .csv.gz file")
+    if name in _LOADERS:
+        return _LOADERS[name]()
+    hint = (" (CSV files are read by export.data.load_binary, or load_table for numeric "
+            "features)") if str(name).endswith((".csv", ".gz")) else ""
+    raise ValueError(f"unknown dataset {name!r}: the bundled sets are {list(NAMES)}{hint}")

@@ -16,6 +16,9 @@ learner" (ternary codes).  Hamming distances count unequal used symbols plus
 * :func:`decoding_probabilities` and :func:`codeword_decoding_probabilities`
   give the exact probability that Hamming decoding survives noisy learner
   outputs (q-ary symmetric channel), for any clean output word.
+* :func:`save_code` and :func:`load_code` keep a matrix in a ``.npy``,
+  ``.csv`` or ``.json`` file; :class:`ECOCClassifier` trains on one
+  (``code=load_code(path)``).
 
 References
 ----------
@@ -29,6 +32,7 @@ from .classifier import ECOCClassifier
 from .codes import (DESIGNS, bch, dense_random, exhaustive, hadamard, make_code, nary,
                     nary_random, one_vs_all, one_vs_one, sparse_random)
 from .decoding_exact import codeword_decoding_probabilities, decoding_probabilities
+from .files import load_code, save_code
 from .quality import (METRICS, CodeProperties, check_properties, column_distance,
                       distance_stats, pairwise_distances, row_distance, total_distance)
 from .sylvester import ORIENTATIONS
@@ -38,5 +42,5 @@ __all__ = ["make_code", "DESIGNS", "one_vs_all", "one_vs_one", "exhaustive", "de
            "code_energy", "row_distance", "column_distance", "total_distance",
            "pairwise_distances", "distance_stats", "check_properties", "CodeProperties",
            "ECOCClassifier", "decoding_probabilities", "codeword_decoding_probabilities",
-           "ORIENTATIONS", "METRICS", "SCHEDULES"]
+           "save_code", "load_code", "ORIENTATIONS", "METRICS", "SCHEDULES"]
 

@@ -32,28 +32,26 @@ the class whose codeword (row of ``M``) is nearest:
   probability vector (or the one-hot of ``predict``) against the one-hot of
   the symbol (unused: the uniform vector).
 
-Fast predict path (Hamming decoding): when every learner is linear
+Fast predict path (Hamming decoding): the learners are flattened once, after
+``fit``, by :mod:`edgecode.ecoc.learners` (the table of supported learner
+families, which the exporters read too): when every learner is linear
 (``LinearClassifierMixin``: logistic regression, linear SVM, SGD, ridge,
 perceptron; or ``MultinomialNB``), all of them are evaluated by **one stacked
 matrix product** ``X W + b``; when every learner is a decision tree, the trees
-are flattened into node arrays and walked by a numba kernel.  The symbols of
+become node arrays walked by a numba kernel.  The symbols of
 a binary code are packed into uint64 words and decoded by popcount; N-ary
 symbols are compared directly.  Other learners are called once per batch.
 """
 
 import sys
 import time
-import warnings
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
-from sklearn.linear_model._base import LinearClassifierMixin
-from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import Pipeline
-from sklearn.tree import BaseDecisionTree
 from sklearn.utils import check_random_state
 from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import (HasMethods, Interval, InvalidParameterError,
@@ -68,28 +66,13 @@ from sklearn.utils.validation import (_check_method_params, _check_sample_weight
 
 from . import feature_selection as _fs
 from .quality import warn_degenerate
-from ._kernels.predict import (
-    _hamming_packed,
-    _hamming_symbols,
-    _linear_symbols,
-    _pack_bits,
-    _tree_symbols,
-)
+from ._kernels.predict import _hamming_packed, _hamming_symbols, _pack_bits
+from .learners import ConstantSymbol, flatten_learners
 
 __all__ = ["ECOCClassifier", "check_code_matrix"]
 
 #: Margins of loss-based decoding are clipped to [-MARGIN_CLIP, MARGIN_CLIP].
 MARGIN_CLIP = 30.0
-
-
-class _ConstantSymbol:
-    """Stand-in learner for a column whose used classes all share one symbol."""
-
-    def __init__(self, symbol):
-        self.classes_ = np.array([symbol])
-
-    def predict(self, X):
-        return np.full(X.shape[0], self.classes_[0])
 
 
 def check_code_matrix(code, n_classes=None, *, name="code", warn=True):
@@ -192,7 +175,7 @@ def _fit_column(estimator, X, y_idx, column, measure, k, params, j, pairwise=Fal
         idx = _fs.select_top_k(X, target, measure, k, sample_weight=params.get("sample_weight"))
         X = X[:, idx]
     if symbols.shape[0] == 1:
-        return _ConstantSymbol(symbols[0]), idx
+        return ConstantSymbol(symbols[0]), idx
     fitted = estimator.fit(X, target, **params)
     if fitted is None:
         fitted = estimator
@@ -467,7 +450,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
 
     def _make_code(self, n_classes, seed):
         if isinstance(self.code, str):
-            from edgecode.ecoc import make_code  # the code designs (another module)
+            from .codes import make_code          # the code designs (another module)
             M = make_code(self.code, n_classes, self.n_columns, N=self.N, random_state=seed)
             code, n_sym = check_code_matrix(M, n_classes, name=f"make_code({self.code!r})")
             return code, max(n_sym, int(self.N))
@@ -588,84 +571,11 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
             self._used_packed = np.zeros((c, w), np.uint64)
             _pack_bits(np.ascontiguousarray(code == 1, dtype=np.int16), self._code_packed)
             _pack_bits(np.ascontiguousarray(code >= 0, dtype=np.int16), self._used_packed)
-        ests = self.estimators_
-        learners = [e for e in ests if not isinstance(e, _ConstantSymbol)]
-        cls_off, n_cls, classes = [], [], []
-        for e in ests:
-            cls_off.append(len(classes))
-            n_cls.append(len(e.classes_))
-            classes.extend(int(s) for s in e.classes_)
-        self._cls_off = np.asarray(cls_off, np.int64)
-        self._n_cls = np.asarray(n_cls, np.int64)
-        self._classes_flat = np.asarray(classes, np.int16)
-        self._fast_path_refusal = None
-        if learners and all(_is_linear(e) for e in learners):
-            try:
-                self._build_linear()
-                self.fast_path_ = "linear"
-            except _LinearShapeError as exc:
-                # predict still works through the learners' own predict; exporters
-                # (learner_arrays) report why the linear arrays could not be built
-                self._fast_path_refusal = str(exc)
-                self.fast_path_ = "generic"
-        elif learners and all(_is_tree(e) for e in learners):
-            self._build_trees()
-            self.fast_path_ = "tree"
-        else:
-            self.fast_path_ = "generic"
-
-    def _build_linear(self):
-        d = self.n_features_in_
-        blocks, biases, out_off, n_out = [], [], [], []
-        pos = 0
-        for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
-            out_off.append(pos)
-            if isinstance(e, _ConstantSymbol):
-                n_out.append(0)
-                continue
-            rows = np.arange(d) if idx is None else idx
-            coef, intercept = _linear_params(e, n_features=rows.shape[0], column=j)
-            k = coef.shape[0]
-            full = np.zeros((d, k))
-            full[rows] = coef.T
-            blocks.append(full)
-            biases.append(intercept)
-            n_out.append(k)
-            pos += k
-        self._lin_W = np.ascontiguousarray(np.hstack(blocks))
-        self._lin_b = np.concatenate(biases).astype(np.float64)
-        self._out_off = np.asarray(out_off, np.int64)
-        self._n_out = np.asarray(n_out, np.int64)
-
-    def _build_trees(self):
-        feat, thr, left, right, leaf, root = [], [], [], [], [], []
-        pos = 0
-        for e, idx in zip(self.estimators_, self.feature_indices_):
-            root.append(pos)
-            if isinstance(e, _ConstantSymbol):
-                feat.append(np.array([-1])), thr.append(np.zeros(1))
-                left.append(np.array([-1])), right.append(np.array([-1]))
-                leaf.append(np.array([e.classes_[0]]))
-                pos += 1
-                continue
-            t = e.tree_
-            f = t.feature.astype(np.int64)
-            internal = t.children_left >= 0
-            f = np.where(internal, f, -1)
-            if idx is not None:
-                f = np.where(internal, idx[np.maximum(f, 0)], -1)
-            feat.append(f)
-            thr.append(t.threshold.astype(np.float64))
-            left.append(np.where(internal, t.children_left + pos, -1))
-            right.append(np.where(internal, t.children_right + pos, -1))
-            leaf.append(e.classes_[np.argmax(t.value[:, 0, :], axis=1)].astype(np.int64))
-            pos += t.node_count
-        self._tree_feature = np.concatenate(feat).astype(np.int64)
-        self._tree_threshold = np.concatenate(thr)
-        self._tree_left = np.concatenate(left).astype(np.int64)
-        self._tree_right = np.concatenate(right).astype(np.int64)
-        self._tree_leaf = np.concatenate(leaf).astype(np.int16)
-        self._tree_root = np.asarray(root, np.int64)
+        # the learners as flat arrays (edgecode.ecoc.learners): predict's fast path
+        # and what the exporters read
+        self._flat = flatten_learners(self.estimators_, self.feature_indices_,
+                                      self.n_features_in_)
+        self.fast_path_ = self._flat.kind
 
     def learner_arrays(self):
         """The fitted learners as flat float arrays (what exporters quantize).
@@ -673,15 +583,16 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         dict
-            ``kind`` (``"linear"`` or ``"tree"``); ``col_classes`` (int16,
-            every column's learner symbols, concatenated) and ``col_n_classes``
-            (int64, (n_columns,)). Linear: ``weights`` (n_features, k),
-            ``bias`` (k,), ``n_out`` (n_columns,) -- column j's learner owns
-            the next ``n_out[j]`` scores (0: constant, 1: sign of one score,
-            else argmax). Tree: ``feature`` (-1 at leaves), ``threshold``
-            (float64; left iff ``float32(x) <= threshold``), ``left``,
-            ``right``, ``leaf`` (symbol at a leaf) per node and ``root``
-            (n_columns,).
+            ``kind`` (``"linear"`` or ``"tree"``, a family of
+            :data:`edgecode.ecoc.learners.LEARNER_FAMILIES`); ``col_classes``
+            (int16, every column's learner symbols, concatenated) and
+            ``col_n_classes`` (int64, (n_columns,)). Linear: ``weights``
+            (n_features, k), ``bias`` (k,), ``n_out`` (n_columns,) -- column
+            j's learner owns the next ``n_out[j]`` scores (0: constant, 1:
+            sign of one score, else argmax). Tree: ``feature`` (-1 at leaves),
+            ``threshold`` (float64; left iff ``float32(x) <= threshold``),
+            ``left``, ``right``, ``leaf`` (symbol at a leaf) per node and
+            ``root`` (n_columns,).
 
         Raises
         ------
@@ -692,21 +603,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
             classes); the message names the learner.
         """
         check_is_fitted(self)
-        base = {"col_classes": self._classes_flat.copy(), "col_n_classes": self._n_cls.copy()}
-        if self.fast_path_ == "linear":
-            return {"kind": "linear", "weights": self._lin_W.copy(),
-                    "bias": self._lin_b.copy(), "n_out": self._n_out.copy(), **base}
-        if self.fast_path_ == "tree":
-            return {"kind": "tree", "feature": self._tree_feature.copy(),
-                    "threshold": self._tree_threshold.copy(), "left": self._tree_left.copy(),
-                    "right": self._tree_right.copy(), "leaf": self._tree_leaf.copy(),
-                    "root": self._tree_root.copy(), **base}
-        refusal = getattr(self, "_fast_path_refusal", None)
-        if refusal:
-            raise ValueError(f"learner_arrays: {refusal}")
-        names = sorted({type(e).__name__ for e in self.estimators_})
-        raise ValueError("learner_arrays needs linear learners (LinearClassifierMixin, "
-                         f"MultinomialNB) or decision trees; got {names}")
+        return self._flat.learner_arrays()
 
     def _check_X(self, X):
         """The input gate: a cheap path for a plain float64 array, else validate_data."""
@@ -735,19 +632,7 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
     def _symbols(self, X):
         n, m = X.shape[0], self.code_.shape[1]
         sym = np.empty((n, m), np.int16)
-        path = self.fast_path_
-        if path == "linear":
-            scores = X @ self._lin_W
-            scores = np.ascontiguousarray(scores + self._lin_b)
-            _linear_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
-                            self._classes_flat, sym)
-        elif path == "tree" and not sp.issparse(X) and not np.isnan(X).any():
-            # (NaN rows follow each tree's learned missing-value branch: the
-            # learners' own predict below)
-            X32 = np.ascontiguousarray(X, dtype=np.float32)
-            _tree_symbols(X32, self._tree_feature, self._tree_threshold, self._tree_left,
-                          self._tree_right, self._tree_leaf, self._tree_root, sym)
-        else:
+        if not self._flat.symbols(X, sym):
             for j, (e, idx) in enumerate(zip(self.estimators_, self.feature_indices_)):
                 sym[:, j] = e.predict(_column_X(X, idx))
         return sym
@@ -882,66 +767,6 @@ class ECOCClassifier(ClassifierMixin, BaseEstimator):
         if dist.shape[1] == 2:
             return dist[:, 0] - dist[:, 1]
         return -dist
-
-
-def _is_linear(e):
-    if isinstance(e, MultinomialNB):
-        return True
-    return isinstance(e, LinearClassifierMixin) and hasattr(e, "coef_") \
-        and hasattr(e, "intercept_")
-
-
-def _is_tree(e):
-    return isinstance(e, BaseDecisionTree) and hasattr(e, "classes_") \
-        and getattr(e, "n_outputs_", 1) == 1 and hasattr(e, "tree_")
-
-
-class _LinearShapeError(ValueError):
-    """A linear learner's parameters do not have a shape the fast path understands."""
-
-
-def _linear_params(e, n_features=None, column=None):
-    """(coef (k, d) float64, intercept (k,) float64) whose argmax / sign is the prediction.
-
-    Normalises the shapes scikit-learn's linear classifiers use, as
-    ``LinearClassifierMixin.decision_function`` reads them: ``coef_`` is
-    (k, d), or 1-D (d,) for a two-class learner such as ``RidgeClassifier``
-    (one signed score, k = 1); ``intercept_`` is (k,), (1,) or a scalar
-    (``fit_intercept=False`` in ``RidgeClassifier`` / ``LinearSVC``). k must be
-    1 (two classes: the second iff the score is > 0) or ``len(classes_)``
-    (argmax). Anything else raises :class:`_LinearShapeError` naming the learner.
-    """
-    if isinstance(e, MultinomialNB):
-        coef, intercept = e.feature_log_prob_, e.class_log_prior_
-        names = ("feature_log_prob_", "class_log_prior_")
-    else:
-        coef, intercept = e.coef_, e.intercept_
-        names = ("coef_", "intercept_")
-    who = type(e).__name__ + ("" if column is None else f" (code column {column})")
-    if sp.issparse(coef):  # sparsified linear models
-        coef = coef.toarray()
-    coef = np.asarray(coef, dtype=np.float64)
-    intercept = np.asarray(intercept, dtype=np.float64)
-    n_cls = len(e.classes_)
-    raw = coef.shape
-    if coef.ndim == 1:
-        coef = coef[None, :]
-    allowed = (1, 2) if n_cls == 2 else (n_cls,)
-    if coef.ndim != 2 or coef.shape[0] not in allowed \
-            or (n_features is not None and coef.shape[1] != n_features):
-        d = "d" if n_features is None else str(n_features)
-        want = f"({d},) or (1, {d})" if n_cls == 2 else f"({n_cls}, {d})"
-        raise _LinearShapeError(
-            f"linear learner {who} has {names[0]} of shape {raw}; for {n_cls} classes "
-            f"{want} is needed (one score per class, or one signed score for two)")
-    k = coef.shape[0]
-    if not (intercept.size == 1 or (intercept.ndim >= 1 and intercept.size == k
-                                    and intercept.shape[-1] == k)):
-        raise _LinearShapeError(
-            f"linear learner {who} has {names[1]} of shape {intercept.shape}; a scalar, "
-            f"(1,) or ({k},) is needed for its {names[0]} of shape {raw}")
-    intercept = np.broadcast_to(intercept.reshape(-1), (k,)).copy()
-    return coef, intercept
 
 
 def _scores(e, X, symbols):

@@ -1,6 +1,8 @@
 """What every binary hasher of ``edgecode.hashing`` shares: output formats,
-tags, the random generator and the ITQ rotation."""
+tags, the random generator, the ITQ rotation and the one-BLAS-thread context
+(the sketch updates and the ITQ steps use it)."""
 
+import contextlib
 from numbers import Integral
 
 import numpy as np
@@ -35,6 +37,26 @@ def check_state_bytes(who, what, nbytes):
             "edgecode.hashing._base.MAX_STATE_BYTES); use smaller parameters")
 
 
+_CONTROLLER = []
+
+
+def _one_blas_thread():
+    """Context limiting BLAS/LAPACK to one thread.
+
+    The products and decompositions of a sketch update are small (2 ell x m);
+    multithreaded BLAS on them is slower than one thread, by 5-50x when the
+    cores are busy.  Uses scikit-learn's threadpool controller (created once);
+    a no-op if it is unavailable.
+    """
+    try:
+        if not _CONTROLLER:
+            from sklearn.utils.fixes import _get_threadpool_controller
+            _CONTROLLER.append(_get_threadpool_controller())
+        return _CONTROLLER[0].limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - depends on the installed scikit-learn
+        return contextlib.nullcontext()
+
+
 def generator(random_state):
     """A numpy Generator from None, an int, a Generator or a legacy RandomState."""
     if isinstance(random_state, np.random.Generator):
@@ -64,7 +86,6 @@ def itq_rotation(V, n_iter, rng, R0=None):
         R, _ = np.linalg.qr(rng.standard_normal((k, k)))
     else:
         R = R0
-    from .sketch import _one_blas_thread
     with _one_blas_thread():
         for _ in range(n_iter):
             B = np.where(V @ R >= 0, 1.0, -1.0)

@@ -11,8 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import validate_data
 
-from ._base import BinaryHasher, check_state_bytes, generator, itq_rotation
-from .sketch import _one_blas_thread
+from ._base import BinaryHasher, _one_blas_thread, check_state_bytes, generator, itq_rotation
 
 __all__ = ["SignRandomProjection", "PCASign", "ITQ"]
 

@@ -1,6 +1,5 @@
 """Frequent Directions: a deterministic streaming sketch of a matrix's rows."""
 
-import contextlib
 from numbers import Integral
 
 import numpy as np
@@ -9,29 +8,9 @@ from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transf
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import check_state_bytes
+from ._base import _one_blas_thread, check_state_bytes
 
 __all__ = ["FrequentDirections"]
-
-
-_CONTROLLER = []
-
-
-def _one_blas_thread():
-    """Context limiting BLAS/LAPACK to one thread.
-
-    The products and decompositions of a sketch update are small (2 ell x m);
-    multithreaded BLAS on them is slower than one thread, by 5-50x when the
-    cores are busy.  Uses scikit-learn's threadpool controller (created once);
-    a no-op if it is unavailable.
-    """
-    try:
-        if not _CONTROLLER:
-            from sklearn.utils.fixes import _get_threadpool_controller
-            _CONTROLLER.append(_get_threadpool_controller())
-        return _CONTROLLER[0].limit(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - depends on the installed scikit-learn
-        return contextlib.nullcontext()
 
 
 def _svd_rows(rows, top=None):

@@ -16,11 +16,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._config import HASHING_BLOCK_ROWS, SSBC_SIGMA_NEIGHBOR
 from .._parallel import run_chunks
 from .._validation import check_int
-from ._base import (OUTPUTS, BinaryHasher, check_state_bytes, format_codes, generator,
-                    itq_rotation)
+from ._base import (OUTPUTS, BinaryHasher, _one_blas_thread, check_state_bytes, format_codes,
+                    generator, itq_rotation)
 from ._kernels import _affinity_from_gram
 from .baselines import _reservoir_update
-from .sketch import FrequentDirections, _one_blas_thread, _RowSketch, _shrink
+from .sketch import FrequentDirections, _RowSketch, _shrink
 
 __all__ = ["SSBC", "gaussian_affinity", "auto_sigma"]
 

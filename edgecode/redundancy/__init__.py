@@ -16,11 +16,12 @@ Modules: ``repetition`` (the code), ``influence`` (the influence engines),
 
 from .greedy import (PLAN_METHODS, SCP_METHODS, Allocation, PlanningCostWarning,
                      allocate_greedy, certify_plan, estimate_plan_seconds, max_useful_units,
-                     mean_scp)
+                     mean_scp, resolve_plan_method, score_allocation)
 from .influence import INFLUENCE_METHODS, Influences, influences
 from .repetition import allocate_uniform, repetition_error
 
 __all__ = ["repetition_error", "allocate_uniform", "allocate_greedy", "Allocation", "mean_scp",
-           "certify_plan", "estimate_plan_seconds", "max_useful_units", "influences",
+           "certify_plan", "score_allocation", "resolve_plan_method", "estimate_plan_seconds",
+           "max_useful_units", "influences",
            "Influences",
            "SCP_METHODS", "PLAN_METHODS", "INFLUENCE_METHODS", "PlanningCostWarning"]

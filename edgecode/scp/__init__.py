@@ -380,8 +380,9 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, roundin
     Raises
     ------
     ValueError
-        On bad inputs, ``resolution`` outside [1, 2**26] or an unknown
-        ``rounding``.
+        On bad inputs, ``resolution`` outside [1, 2**26], an unknown
+        ``rounding``, or flip effects so large that their spread overflows
+        float64.
 
     See Also
     --------
@@ -473,8 +474,12 @@ def scp_bounds(margin, deltas, eps, resolution=SCP_BOUNDS_RESOLUTION, *, roundin
         ranges = bounded_ranges(t, item, min_chunks=_n_chunks(t, chunk_bytes, t * item))
         args = (margin, deltas, eps, resolution, SCP_BOUNDS_BERNSTEIN, SCP_BOUNDS_TRIM,
                 SCP_BOUNDS_GAMMA, _ROUNDING[rounding])
-        run_batched(_bounds_chunk, ranges, *args, lower, upper, states, method,
-                    concurrent=_concurrent(chunk_bytes))
+        try:
+            run_batched(_bounds_chunk, ranges, *args, lower, upper, states, method,
+                        concurrent=_concurrent(chunk_bytes))
+        except OverflowError as exc:     # finite flip effects whose spread overflows float64
+            raise ValueError(f"deltas: {exc} (rescale margin and deltas by one positive "
+                             "factor: the SCP does not change)") from None
     return lower, upper
 
 

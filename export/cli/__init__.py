@@ -24,7 +24,6 @@ from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
 from . import firmware as _firmware
-from . import forest as _forest
 from . import hashing as _hashing
 from . import naive_bayes as _nb
 from .naive_bayes import run_plan, run_simulate
@@ -113,7 +112,6 @@ def _build_parser():
     for mod in COMMAND_MODULES:
         mod.register(sub)
     _budget.register(sub)       # not a demo stage
-    _forest.register(sub)       # not a demo stage
     return p
 
 

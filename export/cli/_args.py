@@ -150,3 +150,43 @@ def check_output_dir(path, option):
     if not os.access(parent, os.W_OK):
         raise UsageError(f"{option} {path!s}: cannot create it in {parent!s} (not writable)")
     return p
+
+
+def parse_value(text):
+    """One ``--set``/``--grid`` value: a bool, None, an int, a float, else the text."""
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_sets(items):
+    """Fault parameters from repeated ``--set NAME=VALUE`` (lists comma separated for
+    ``stuck0``, ``stuck1`` and ``arrays``)."""
+    params = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set takes name=value; got {item!r}")
+        key = key.strip()
+        if key in ("stuck0", "stuck1", "arrays"):
+            params[key] = [parse_value(v) for v in value.split(",") if v.strip()]
+        else:
+            params[key] = parse_value(value)
+    return params
+
+
+def parse_grid(text):
+    """The values of ``--grid`` (a comma list)."""
+    vals = [parse_value(v) for v in str(text).split(",") if v.strip()]
+    if not vals:
+        raise ValueError(f"--grid must be a comma list of values; got {text!r}")
+    return vals

@@ -187,9 +187,11 @@ def _signature_source(args):
     return "(" + "".join(_type_source(a) + ", " for a in args) + ")"
 
 
-def _record_here():
-    """Run the demo in this process with compile events recorded (the cache
-    must be empty); return the list's rows in first-call order."""
+def _record_here(run_demo):
+    """Run the demo (``export.cli.run_demo``, passed in by this module's script
+    entry: the warm-up itself never imports the command line) in this process
+    with compile events recorded (the cache must be empty); return the list's
+    rows in first-call order."""
     import io
 
     from numba.core import event as ev
@@ -212,7 +214,6 @@ def _record_here():
             depth[0] -= 1
 
     ev.register("numba:compile", Recorder())
-    from export.cli import run_demo
     os.environ["EDGECODE_NO_WARMUP"] = "1"
     run_demo(None, trials=50, stream=io.StringIO())
     return rows
@@ -241,7 +242,8 @@ def _module_source(rows):
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--record-here"] and len(sys.argv) == 3:
-        Path(sys.argv[2]).write_text(_module_source(_record_here()))
+        from export.cli import run_demo
+        Path(sys.argv[2]).write_text(_module_source(_record_here(run_demo)))
     elif sys.argv[1:] == ["--record"]:
         print(f"wrote {record()}")
     else:

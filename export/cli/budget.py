@@ -6,11 +6,11 @@ Example::
         --plot front.png --export best
     edgecode budget house_votes --profile cortex-m4 --eps 0.1 --max-flash 12000 --build
 
-Searches naive Bayes repetition plans (binary data), ECOC designs x code
-lengths x learners and SSBC k-NN codes (:mod:`export.budget`), prints the
-front of accuracy under noise against flash (with RAM, cycles, energy,
-clean, predicted and simulated accuracy) and the recommended point. Not a
-stage of ``edgecode demo``.
+Searches every registered model kind's configurations (:mod:`export.budget`;
+each kind's options, such as ``--nb-rates`` or ``--designs``, come from its
+bridge spec in ``export/kinds/``), prints the front of accuracy under noise
+against flash (with RAM, cycles, energy, clean, predicted and simulated
+accuracy) and the recommended point. Not a stage of ``edgecode demo``.
 """
 
 import sys
@@ -18,10 +18,6 @@ import sys
 from ._args import UsageError, check_output_dir, nonnegative_int, open_unit, positive_int
 
 __all__ = ["register", "run_budget"]
-
-_KIND_ALIASES = {"nb": "protected_nb", "protected_nb": "protected_nb", "ecoc": "ecoc",
-                 "ssbc": "ssbc"}
-
 
 def _csv(text, what, conv=str):
     items = [t.strip() for t in str(text).split(",") if t.strip()]
@@ -53,12 +49,13 @@ def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=Non
     Every output is written only after the search succeeded (an error
     writes nothing). Returns the :class:`~export.budget.BudgetResult`.
     """
-    from export.budget import search
-
     from export.atomic import AtomicOutputs
+    from export.budget import search
+    from export.progress import Progress
 
     out = stream or sys.stdout
-    result = search(data, profile, eps, progress=sys.stderr if progress else None, **options)
+    with Progress("budget", every=0.0, enabled=bool(progress)) as report:
+        result = search(data, profile, eps, progress=report, **options)
     print(result.table(), file=out)
     info = None
     with AtomicOutputs([json_path, plot_path], dirs=[export_dir]) as tmp:
@@ -81,31 +78,44 @@ def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=Non
     return result
 
 
+def _searched_specs():
+    """The bridge specs of the kinds ``budget`` searches, in registration order."""
+    from export._budget_space import search_kinds
+    from export.registry import kind_spec
+    return [kind_spec(k) for k in search_kinds()]
+
+
+def _dest(opt):
+    return f"space_{opt.name}"
+
+
 def register(sub):
     """Add the ``budget`` sub-command to ``sub`` (argparse subparsers)."""
-    from ._names import DESIGNS, FAULTS
+    from export.data import add_data_options
 
+    from ._names import FAULTS
+
+    specs = _searched_specs()
     p = sub.add_parser(
         "budget", help="search model kinds and sizes: the Pareto front of accuracy under noise "
         "against flash, and the model to ship",
-        description="Search naive Bayes repetition plans (binary data), ECOC designs x code "
-        "lengths x learners and SSBC k-NN codes; prune what cannot fit the profile before "
-        "training; for each, measure flash, RAM, cycles and energy, the clean accuracy, the "
-        "accuracy predicted under the fault (exact or certified analytics where they exist) "
-        "and a short simulation with its 99% interval; print the Pareto front (accuracy "
-        "under noise against flash) and the recommended point (the most accurate under "
-        "noise that fits).")
+        description="Search every model kind's configurations (naive Bayes repetition plans "
+        "on binary data, ECOC designs x code lengths x learners, SSBC k-NN codes); prune what "
+        "cannot fit the profile before training; for each, measure flash, RAM, cycles and "
+        "energy, the clean accuracy, the accuracy predicted under the fault (exact or "
+        "certified analytics where they exist) and a short simulation with its 99% interval; "
+        "print the Pareto front (accuracy under noise against flash) and the recommended "
+        "point (the most accurate under noise that fits).")
     p.add_argument("data", help="bundled set (house_votes, nltcs, dna, digits, iris, wine, "
                    "breast_cancer) or a CSV path (numeric features, a label column, optional "
                    "'split' train/test)")
-    from export.data import add_data_options
     add_data_options(p)
     p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4 or "
                    "a .json/.toml profile file")
+    own = ", ".join(s.site_text for s in specs if s.site_text)
     p.add_argument("--eps", required=True, help="fault rate in [0, 0.5): the per-bit flip "
-                   "probability at each kind's own site (NB wire bits, ECOC learner outputs, "
-                   "SSBC code bits)")
-    p.add_argument("--fault", default="bsc", choices=[f for f in FAULTS],
+                   f"probability at each kind's own site ({own})")
+    p.add_argument("--fault", default="bsc", choices=FAULTS,
                    help="fault model: bsc (independent flips), burst (Gilbert-Elliott, mean "
                    "flip rate eps), stuck (lines stuck at random values, eps wrong bits), seu "
                    "(stored image bits upset with probability eps)")
@@ -127,18 +137,14 @@ def register(sub):
                        "at most 8 configurations survive screening, else the profile estimate)")
     build.add_argument("--no-build", dest="build", action="store_const", const=False,
                        help="profile estimates of flash and RAM only")
-    p.add_argument("--kinds", default="nb,ecoc,ssbc", help="model kinds to search: nb, ecoc, "
-                   "ssbc (comma list)")
-    p.add_argument("--designs", default="one_vs_all,dense_random,nary,bch,annealed",
-                   help=f"ECOC designs (comma list of {', '.join(DESIGNS)})")
-    p.add_argument("--nary-N", default="2,3,5", help="alphabet sizes of the nary design "
-                   "(primes, comma list)")
-    p.add_argument("--learners", default="linear,tree", help="ECOC learners: linear (ridge), "
-                   "tree (comma list)")
-    p.add_argument("--depths", default="3,6", help="tree depth limits (comma list)")
-    p.add_argument("--nb-rates", default="0,1,2,3", help="naive Bayes budgets as 2 n R bits, "
-                   "one per R (comma list; 0 = unprotected)")
-    p.add_argument("--ssbc-bits", default="16,32,64", help="SSBC code lengths (comma list)")
+    names = [s.cli_name for s in specs]
+    p.add_argument("--kinds", default=",".join(names), help=f"model kinds to search: "
+                   f"{', '.join(names)} (comma list)")
+    for spec in specs:                       # each kind's own lists (its space_options)
+        for opt in spec.space_options:
+            if opt.cli is not None:
+                p.add_argument(opt.cli, dest=_dest(opt), default=opt.cli_default(),
+                               help=opt.help)
     p.add_argument("--ram-objective", action="store_true", help="RAM as a third objective of "
                    "the front (by default it breaks ties of accuracy and flash)")
     p.add_argument("--ignore-int-widths", action="store_true", help="keep images with "
@@ -163,9 +169,38 @@ def register(sub):
     p.set_defaults(func=_cmd_budget)
 
 
+def _space(args):
+    """The SearchSpace the options name (``UsageError`` naming the option)."""
+    from export.budget import SearchSpace
+    from export.registry import find_kind_spec
+
+    specs = _searched_specs()
+    kinds = []
+    for k in _csv(args.kinds, "--kinds"):
+        spec = find_kind_spec(k)
+        if spec not in specs:
+            raise UsageError(f"--kinds: unknown kind {k!r}; choose from "
+                             f"{', '.join(s.cli_name for s in specs)}")
+        kinds.append(spec.kind)
+    values, flags = {}, {}
+    for spec in specs:
+        for opt in spec.space_options:
+            if opt.cli is not None:
+                values[opt.name] = _csv(getattr(args, _dest(opt)), opt.cli, opt.item)
+                flags[f"space.{opt.name}"] = opt.cli
+    try:
+        return SearchSpace(kinds=tuple(kinds), **values)
+    except ValueError as exc:
+        msg = str(exc)
+        for name in sorted(flags, key=len, reverse=True):
+            msg = msg.replace(name, flags[name])
+        raise UsageError(msg.replace("space.", "--")) from None
+
+
 def _cmd_budget(args):
     from ._args import flip_probability
-    from .campaign import _parse_sets
+    from ._args import parse_sets
+    from export.data import data_options
 
     eps = flip_probability(_first_number(args.eps), "--eps")
     if args.min_accuracy is not None and not 0.0 <= args.min_accuracy <= 1.0:
@@ -178,51 +213,19 @@ def _cmd_budget(args):
         except ImportError:
             raise UsageError("--plot needs matplotlib: pip install 'edgecode[plot]'") from None
     try:
-        fault_params = _parse_sets(args.fault_sets)
+        fault_params = parse_sets(args.fault_sets)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    kinds = []
-    for k in _csv(args.kinds, "--kinds"):
-        if k not in _KIND_ALIASES:
-            raise UsageError(f"--kinds: unknown kind {k!r}; choose from nb, ecoc, ssbc")
-        kinds.append(_KIND_ALIASES[k])
-    from export.budget import SearchSpace
-    try:
-        space = SearchSpace(kinds=tuple(kinds), designs=_csv(args.designs, "--designs"),
-                            nary_N=_csv(args.nary_N, "--nary-N", int),
-                            learners=_csv(args.learners, "--learners"),
-                            tree_depths=_csv(args.depths, "--depths", int),
-                            nb_rates=_csv(args.nb_rates, "--nb-rates", int),
-                            ssbc_bits=_csv(args.ssbc_bits, "--ssbc-bits", int))
-    except ValueError as exc:
-        msg = str(exc)
-        for field, option in (("space.nary_N", "--nary-N"), ("space.tree_depths", "--depths"),
-                              ("space.nb_rates", "--nb-rates"), ("space.ssbc_bits", "--ssbc-bits"),
-                              ("space.", "--")):
-            msg = msg.replace(field, option)
-        raise UsageError(msg) from None
+    space = _space(args)
     run_budget(args.data, args.profile, eps, json_path=args.json_path,
                plot_path=args.plot_path, export_dir=args.export_dir, progress=not args.quiet,
                fault=args.fault, fault_params=fault_params, site=args.site,
                max_flash=args.max_flash, min_accuracy=args.min_accuracy, space=space,
                budget_s=args.budget_s, build=args.build,
                simulate="all" if args.simulate_all else "front",
-               sim_samples=args.sim_samples, seed=args.seed, test_size=args.test_size,
+               sim_samples=args.sim_samples, random_state=args.seed, test_size=args.test_size,
                max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,
                ram_objective=args.ram_objective, data_options=data_options(args))
-
-
-def data_options(args):
-    """``--label``, ``--ignore``, ``--positive`` as :func:`export.data.load_table` options."""
-    from export.data import _columns
-    opts = {}
-    if getattr(args, "label", None) is not None:
-        opts["label"] = args.label
-    if getattr(args, "ignore", None):
-        opts["ignore"] = _columns("--ignore", args.ignore)
-    if getattr(args, "positive", None) is not None:
-        opts["positive"] = args.positive
-    return opts
 
 
 def _first_number(text):

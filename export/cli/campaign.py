@@ -43,45 +43,9 @@ import sys
 
 from ._args import UsageError
 from ._args import jobs as _jobs
-from ._args import nonnegative_int, open_unit, positive_int
+from ._args import nonnegative_int, open_unit, parse_grid, parse_sets, positive_int
 
 __all__ = ["run_campaign_cli", "run_upsets_cli", "run_demo_stage", "register"]
-
-
-def _parse_value(text):
-    text = text.strip()
-    low = text.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("none", "null"):
-        return None
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _parse_sets(items):
-    params = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set takes name=value; got {item!r}")
-        key = key.strip()
-        if key in ("stuck0", "stuck1", "arrays"):
-            params[key] = [_parse_value(v) for v in value.split(",") if v.strip()]
-        else:
-            params[key] = _parse_value(value)
-    return params
-
-
-def _parse_grid(text):
-    vals = [_parse_value(v) for v in str(text).split(",") if v.strip()]
-    if not vals:
-        raise ValueError(f"--grid must be a comma list of values; got {text!r}")
-    return vals
 
 
 def _default_params(param, grid, params):
@@ -250,7 +214,7 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
     print(f"one upset per image (what 'campaign --fault seu --set count=1' measures): same "
           f"rate {one['same_rate']:.5f}{acc}, refused {one['refused_rate']:.4f}", file=out)
     if top > 0:
-        print(f"most critical bits (label-change rate; refused counts as changed):", file=out)
+        print("most critical bits (label-change rate; refused counts as changed):", file=out)
         for b in tab.critical_bits(top):
             flag = " (refused)" if b["refused"] else ""
             print(f"  {b['array']}[{b['element']}] bit {b['bit']}: {b['change_rate']:.4f}"
@@ -269,7 +233,7 @@ def run_upsets_cli(artifact, dataset=None, split="test", max_points=None, arrays
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
-    """Demo stage (see :func:`export.campaign.run_demo_stage`)."""
+    """Demo stage (see :func:`export.demo_campaign.run_demo_stage`)."""
     from export.demo_campaign import run_demo_stage as _stage
     return _stage(out_dir, trials=trials, stream=stream)
 
@@ -277,13 +241,13 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
 def register(sub):
     """Add the ``campaign`` sub-command to ``sub`` (argparse subparsers)."""
     c = sub.add_parser("campaign", help="sweep a fault model over a grid on a device artifact")
-    c.add_argument("artifact", help="device container: protected_nb ('edgecode plan --out'), "
-                   "ecoc ('edgecode ecoc --out') or ssbc with a code table "
-                   "('edgecode hash --out')")
+    c.add_argument("artifact", help="device container of any registered kind (what "
+                   "'edgecode plan', 'ecoc' and 'hash' write with --out)")
     from ._names import FAULTS
 
-    c.add_argument("--fault", required=True, choices=sorted(FAULTS),
-                   help="bsc: independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "
+    c.add_argument("--fault", required=True, choices=FAULTS,
+                   help="a registered fault model (firmware_sim.faults.FAULTS): bsc: "
+                        "independent flips (eps); burst: Gilbert-Elliott (p, r, eps_good, "
                         "eps_bad, or flip_rate and mean_burst); stuck: stuck lines (stuck0, "
                         "stuck1, rate, value); seu: parameter upsets (rate or count, arrays, "
                         "checked)")
@@ -294,8 +258,9 @@ def register(sub):
     c.add_argument("--grid", help="comma list of values of --param")
     c.add_argument("--site", choices=["wire", "intermediate"], default=None,
                    help="where bit faults act: the frames on the wire or the device's "
-                        "intermediate results (default: wire for naive Bayes, intermediate "
-                        "for ECOC learner outputs and SSBC code bits)")
+                        "intermediate results (default: the kind's own site, the device's "
+                        "default_site: wire for naive Bayes, intermediate for ECOC learner "
+                        "outputs and SSBC code bits)")
     c.add_argument("--trials", type=positive_int, default=1000, help="trials per point and "
                    "value")
     c.add_argument("--seed", type=int, default=0, help="random seed of the faults")
@@ -323,7 +288,7 @@ def register(sub):
 
     u = sub.add_parser("upsets", help="flip every stored bit of an artifact in turn: which "
                        "arrays and bits change labels")
-    u.add_argument("artifact", help="device container (protected_nb, ecoc or ssbc)")
+    u.add_argument("artifact", help="device container of any registered kind")
     u.add_argument("--data", default=None, help="inputs, as for 'edgecode campaign'")
     u.add_argument("--split", default="test", help="rows to use when the data has a split")
     add_data_options(u, label_help=_LABEL_HELP)
@@ -346,7 +311,7 @@ _LABEL_HELP = ("label column of a --data CSV (default: the one the artifact reco
 
 
 def data_options(args):
-    from .budget import data_options as _opts
+    from export.data import data_options as _opts
     return _opts(args)
 
 
@@ -358,8 +323,8 @@ def add_data_options(parser, **kw):
 def _cmd_campaign(args):
     if (args.param is None) != (args.grid is None):
         raise ValueError("--param and --grid go together")
-    run_campaign_cli(args.artifact, args.fault, _parse_sets(args.set), args.param,
-                     None if args.grid is None else _parse_grid(args.grid), args.trials,
+    run_campaign_cli(args.artifact, args.fault, parse_sets(args.set), args.param,
+                     None if args.grid is None else parse_grid(args.grid), args.trials,
                      seed=args.seed, dataset=args.data, split=args.split,
                      max_points=args.max_points, confidence=args.confidence,
                      profile=args.profile, json_path=args.json_path, plot_path=args.plot_path,

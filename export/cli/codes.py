@@ -1,17 +1,12 @@
 """``edgecode codes``: build an ECOC coding matrix, print its quality report, save it."""
 
-import json
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from ._args import UsageError, positive_int
 
-__all__ = ["run_codes", "run_demo_stage", "register", "save_code"]
-
-_SUFFIXES = (".npy", ".csv", ".edgc")
+__all__ = ["run_codes", "run_demo_stage", "register"]
 
 #: What the columns of the quality tables mean (printed under them).
 LEGEND = ("d_r: minimum Hamming distance between rows (codewords: errors corrected = "
@@ -36,26 +31,11 @@ def _parse_option(text):
     return key.strip(), raw
 
 
-def save_code(M, path, meta=None):
-    """Write M to ``.npy`` (no pickle), ``.csv`` (integers) or ``.edgc`` (ecoc container)."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        np.save(path, M, allow_pickle=False)
-    elif suffix == ".csv":
-        np.savetxt(path, M, fmt="%d", delimiter=",")
-    elif suffix == ".edgc":
-        from firmware_sim.artifact import write_container
-        write_container(path, "ecoc", {"code": M}, meta=meta or {})
-    else:
-        raise ValueError(f"--out must end in one of {', '.join(_SUFFIXES)}; got {path.name!r}")
-    return path
-
-
 def run_codes(design, n_classes, n_columns=None, N=2, seed=None, options=None, out=None,
               stream=None):
-    """Build a design, print ``check_properties(M).report()`` and optionally save it."""
-    from edgecode.ecoc import check_properties, make_code
+    """Build a design, print ``check_properties(M).report()`` and optionally save it
+    (:func:`edgecode.ecoc.save_code`: ``.npy``, ``.csv`` or ``.json``)."""
+    from edgecode.ecoc import check_properties, make_code, save_code
 
     stream = stream or sys.stdout
     options = dict(options or {})
@@ -71,8 +51,8 @@ def run_codes(design, n_classes, n_columns=None, N=2, seed=None, options=None, o
     print(props.report(), file=stream)
     if out is not None:
         meta = {"design": design, "n_symbols": int(N), "seed": seed,
-                "options": json.dumps({k: v for k, v in options.items() if k != "progress"}),
-                "d_r": props.d_r, "d_c": props.d_c}
+                "options": {k: v for k, v in options.items() if k != "progress"},
+                "d_r": float(props.d_r), "d_c": float(props.d_c)}
         path = save_code(M, out, meta=meta)
         print(f"wrote {path} ({M.shape[0]} x {M.shape[1]} {M.dtype})", file=stream)
     return {"code": M, "properties": props, "seconds": elapsed}
@@ -80,7 +60,7 @@ def run_codes(design, n_classes, n_columns=None, N=2, seed=None, options=None, o
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
     """Demo stage: a quality comparison of a few designs for 10 classes (a few seconds)."""
-    from edgecode.ecoc import check_properties, make_code
+    from edgecode.ecoc import check_properties, make_code, save_code
 
     out = stream or sys.stdout
     out_dir = Path(out_dir)
@@ -112,7 +92,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
                      "d_r": p.d_r, "d_c": p.d_c, "d_T": p.d_T, "valid": p.valid})
     print(LEGEND, file=out)
     M = make_code("nary", 10, 20, N=3)
-    path = save_code(M, out_dir / "codes_nary3_10x20.edgc", meta={"design": "nary",
+    path = save_code(M, out_dir / "codes_nary3_10x20.json", meta={"design": "nary",
                                                                   "n_symbols": 3})
     print(f"saved the 3-ary Sylvester code (adaptive truncation) to {path}", file=out)
     return {"designs": rows, "path": str(path)}
@@ -136,13 +116,23 @@ def register(sub):
     p.add_argument("--option", "-o", action="append", default=[], metavar="KEY=VALUE",
                    help="design option, e.g. -o truncation=top_left -o orientation=paper (nary: the "
                    "seed's i j mod N) -o screen=false (plain random) -o n_draws=1000 -o t=6")
-    p.add_argument("--out", help="save to .npy, .csv or .edgc (ecoc container)")
+    p.add_argument("--out", help="save the matrix to .npy, .csv or .json (with the design's "
+                   "metadata); a matrix is not a device model, so not a .edgc container "
+                   "(train one with 'edgecode ecoc')")
     p.set_defaults(func=_cmd_codes)
 
 
 def _cmd_codes(args):
-    if args.out is not None and not args.out.lower().endswith(_SUFFIXES):
-        raise UsageError(f"--out must end in one of {', '.join(_SUFFIXES)}; got {args.out!r}")
+    if args.out is not None:
+        from edgecode.ecoc.files import CODE_SUFFIXES
+        if args.out.lower().endswith(".edgc"):
+            raise UsageError(f"--out {args.out}: a coding matrix is not a device model (it has "
+                             "no learners), so it is not written as a container; save it as "
+                             f"{', '.join(CODE_SUFFIXES)}, or train a model on the design "
+                             f"with 'edgecode ecoc DATA --code {args.design} --out model.edgc'")
+        if not args.out.lower().endswith(CODE_SUFFIXES):
+            raise UsageError(f"--out must end in one of {', '.join(CODE_SUFFIXES)}; got "
+                             f"{args.out!r}")
     options = dict(_parse_option(o) for o in args.option)
     N = args.N if args.N is not None else (3 if args.design in ("nary", "nary_random") else 2)
     run_codes(args.design, args.classes, args.columns, N=N, seed=args.seed,

@@ -208,7 +208,7 @@ def _cmd_ecoc(args):
                          "hard learner outputs by Hamming distance; use --decoding hamming "
                          "with --out / --onnx")
     N = args.N if args.N is not None else (3 if args.code in NARY_DESIGNS else 2)
-    from .budget import data_options
+    from export.data import data_options
     run_ecoc(args.data, code=args.code, N=N, n_columns=args.n_columns,
              learner=args.learner, decoding=args.decoding, test_size=args.test_size, eps=eps,
              trials=args.trials, out=args.out, onnx_out=args.onnx, seed=args.seed,

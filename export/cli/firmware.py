@@ -5,13 +5,19 @@ Example::
     edgecode plan house_votes --eps 0.2 --budget 32 --out hv.edgc
     edgecode firmware hv.edgc --out fw --target host --build --check
     edgecode firmware hv.edgc --out fw_m4 --target cortex-m4 --build --check
+    edgecode firmware hv.edgc --out fw_uno --target atmega328p --check
 
-``--build`` compiles with ``gcc`` (host) or ``arm-none-eabi-gcc`` (Cortex-M)
-and prints the real flash and RAM of the smallest firmware that opens the
-image and runs one inference, beside ``firmware_sim``'s profile estimate.
-``--check`` runs the built runner (on the host, or under ``qemu-system-arm``
-for cortex-m3/cortex-m4) on frames of the artifact's dataset and compares
-labels and decision integers with ``firmware_sim``, frame for frame. The
+``--build`` compiles for the target (``export.targets``: ``gcc`` on the host,
+``arm-none-eabi-gcc`` for Cortex-M, ``avr-gcc`` for the ATmega328P/2560,
+``riscv64-unknown-elf-gcc`` for rv32imac) and prints the real flash and RAM
+of the smallest firmware that opens the image and runs one inference,
+beside ``firmware_sim``'s profile estimate. ``--check`` runs the built
+runner (on the host, under ``qemu-system-arm`` for cortex-m3/cortex-m4,
+under simavr for the AVR parts, under ``qemu-system-riscv32`` for rv32imac)
+on frames of the artifact's dataset and compares labels and decision
+integers with ``firmware_sim``, frame for frame; on AVR it also prints the
+exact cycles of the open and of the inferences and their stack, on rv32imac
+their instruction counts. The
 output folder is written under a temporary name and renamed at the end
 (an error or Ctrl-C leaves it as it was); a build over the target's part
 (``--profile``) is an error unless ``--allow-oversize``. ``docs/firmware.md``
@@ -51,7 +57,8 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     """
     from export.atomic import AtomicOutputs
     from export.firmware import build_firmware, decision_integers, oversize, \
-        remove_stale_sources, run_firmware, target_profile, toolchain_missing, write_firmware
+        remove_stale_sources, run_firmware_measured, target_limits, target_profile, \
+        toolchain_missing, write_firmware
     from firmware_sim import load
 
     out = stream or sys.stdout
@@ -60,6 +67,7 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     device = load(Path(artifact) if isinstance(artifact, str) else artifact)
     kind = device.container.kind
     prof = target_profile(target, profile)
+    limits = target_limits(target, profile)          # the profile, or the target's part
     if build:
         missing = toolchain_missing(target, run=check)
         if missing:
@@ -87,7 +95,11 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                    f"{res['flash_bytes']} + runtime {rt_flash}), RAM {est_ram} B (model "
                    f"{res['ram_bytes']} + runtime stack {rt_ram})")
         if not build:
-            big = prof is not None and oversize(prof, est_flash, est_ram, measured=False)
+            if prof is not None:
+                big = oversize(prof, est_flash, est_ram, measured=False)
+            else:                    # a part without a profile: the image and buffers alone
+                big = oversize(limits, res["flash_bytes"], res["ram_bytes"])
+                big = big and big + " (the image and the model's buffers alone)"
             if big:
                 result["oversize"] = big
                 print(f"warning: {target}: this model does not fit the part: {big}; "
@@ -95,12 +107,14 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
         else:
             b = build_firmware(tmp, target)
             result["build"] = b
+            stack = (f"worst-case stack {b.stack_bytes} B"
+                     if b.stack_note == "worst case of the call graph"
+                     else f"stack {b.stack_bytes} B: {b.stack_note}")
             print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
                   f"inference): flash {b.flash_bytes} B (text + rodata + data, image "
                   f"{device.container.nbytes} B included), RAM {b.ram_bytes} B (data + bss "
-                  f"{b.ram_bytes - b.stack_bytes} B, worst-case stack {b.stack_bytes} B){est}",
-                  file=out)
-            big = oversize(prof, b.flash_bytes, b.ram_bytes)
+                  f"{b.ram_bytes - b.stack_bytes} B, {stack}){est}", file=out)
+            big = oversize(limits, b.flash_bytes, b.ram_bytes)
             if big:
                 result["oversize"] = big
                 if not allow_oversize:
@@ -111,7 +125,8 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                 print(f"warning: {target}: the built firmware does not fit the part: {big} "
                       "(kept: --allow-oversize)", file=err)
         if check:
-            labels, dec = run_firmware(tmp, frames, target)
+            run = run_firmware_measured(tmp, frames, target)
+            labels, dec = run.labels, run.decisions
             ref_l, ref_d = decision_integers(device, frames)
             same = bool(np.array_equal(labels, ref_l) and np.array_equal(dec, ref_d))
             bad = int(np.sum((labels != ref_l) | np.any(dec != ref_d, axis=1)))
@@ -119,11 +134,13 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                   f"integers {'equal' if same else 'DIFFER on ' + str(bad)} firmware_sim's",
                   file=out)
             result["check"] = {"frames": len(frames), "equal": same, "mismatches": bad,
-                               "what": what}
+                               "what": what, "run": run}
+            if run.summary() is not None:
+                print(run.summary(), file=out)
             if not same:
                 raise ValueError(f"firmware and firmware_sim disagree on {bad} of "
                                  f"{len(frames)} frames; nothing was written to {dest}")
-    remove_stale_sources(dest, info["sources"])
+    remove_stale_sources(dest, info["sources"], info["files"])
     print(f"wrote {len(info['files'])} files to {dest}", file=out)
     return result
 
@@ -229,8 +246,11 @@ def register(sub):
     f.add_argument("--out", required=True, help="directory to write (created inside an "
                    "existing one)")
     f.add_argument("--target", default="host", choices=sorted(TARGETS),
-                   help="host (gcc) or a Cortex-M (arm-none-eabi-gcc; cortex-m3 and "
-                        "cortex-m4 run under qemu-system-arm)")
+                   help="host (gcc), a Cortex-M (arm-none-eabi-gcc; cortex-m3 and cortex-m4 "
+                        "run under qemu-system-arm), an AVR (avr-gcc; atmega328p and "
+                        "atmega2560 run under simavr, cycle-exact) or rv32imac "
+                        "(riscv64-unknown-elf-gcc + picolibc; runs under "
+                        "qemu-system-riscv32)")
     f.add_argument("--build", action="store_true", help="compile and print real flash/RAM")
     f.add_argument("--check", action="store_true", help="build, run and compare with "
                    "firmware_sim frame for frame")
@@ -251,7 +271,8 @@ def register(sub):
     f.add_argument("--profile", default=None, metavar="NAME|FILE",
                    help="the part to fit: a built-in profile or a JSON/TOML profile file "
                    "(default: the target's profile: cortex-m0 for cortex-m0plus and "
-                   "cortex-m3, cortex-m4 for cortex-m4; none for host)")
+                   "cortex-m3, cortex-m4 for cortex-m4; the part's flash and RAM for the AVR "
+                   "targets; none for host and rv32imac)")
     f.add_argument("--allow-oversize", action="store_true",
                    help="keep a build whose flash or RAM exceeds the part (a warning instead "
                    "of an error)")
@@ -262,5 +283,5 @@ def register(sub):
 
 
 def _data_options(args):
-    from .budget import data_options
+    from export.data import data_options
     return data_options(args)

@@ -192,7 +192,7 @@ def register(sub):
 
 
 def _cmd_hash(args):
-    from .budget import data_options
+    from export.data import data_options
     sigma = args.sigma
     if sigma != "auto":
         try:

@@ -3,7 +3,6 @@
 import argparse
 import json
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -11,16 +10,7 @@ import numpy as np
 
 from ._args import UsageError, flip_probability, jobs, nonnegative_int, open_unit, positive_int
 
-__all__ = ["run_plan", "run_simulate", "run_demo_stage", "register", "load_recorded"]
-
-
-def load_recorded(spec, container=None):
-    """A binary dataset by bundled name or CSV path; when ``spec`` is the
-    dataset the artifact records, with the data options it records too
-    (``--label``, ``--positive``, ``--ignore``): :func:`export.data.load_recorded`."""
-    from export.data import load_recorded as _load
-
-    return _load(container, spec, binary=True)
+__all__ = ["run_plan", "run_simulate", "run_demo_stage", "register"]
 
 
 def _plan_progress(names, stream=None, quiet=False, tty=None, every=10.0):
@@ -72,63 +62,12 @@ def _fmt_ratio(num, den):
     return f"{num / den:.2f}x"
 
 
-def _split_data(data, fit_split, plan_split):
-    """(fit rows, plan rows): train/test where the data has a split, else all/all."""
-    if data.split is None:
-        return data, data
-    fit = data.subset(fit_split) if fit_split != "all" else data
-    plan = data.subset(plan_split) if plan_split != "all" else data
-    return fit, plan
-
-
 def _fmt_r(r):
     return " ".join(str(2 * int(v) + 1) for v in r)
 
 
 #: above this many features the allocation rows are summarised, not listed
 _LIST_MAX_FEATURES = 40
-
-
-def _method_reason(requested, used, n, resolution):
-    from edgecode._config import PLAN_EXACT_MAX_FEATURES
-    if used == "exact":
-        why = (f"n = {n} <= {PLAN_EXACT_MAX_FEATURES} features: exact influences by meet in "
-               f"the middle (2^{(n + 1) // 2} subset sums per half and point)")
-    elif used == "grid":
-        why = (f"n = {n} > {PLAN_EXACT_MAX_FEATURES} features: exact influences would cost "
-               f"2^{(n + 1) // 2} per point and step; the grid engine ({resolution} cells per "
-               "point) costs the same at any n, and the plan is certified afterwards")
-    elif used == "approx":
-        why = "the seed's Algorithm 1 (k buckets), every candidate evaluated at every step"
-    else:
-        why = "the certified lower bound, every candidate evaluated at every step"
-    head = f"method {requested} -> {used}" if requested == "auto" else f"method {used}"
-    return f"{head}: {why}"
-
-
-def _score(margin, deltas, eff, resolution):
-    """(estimate, lower, upper, how) of the mean SCP under effective flip probabilities.
-
-    Exact when at most PLAN_CERTIFY_EXACT_MAX features can flip; otherwise the
-    grid engine's estimate and the certified bounds of ``scp_bounds``,
-    computed in chunks of points so that Ctrl-C is answered promptly.
-    """
-    from edgecode._config import PLAN_CERTIFY_EXACT_MAX
-    from edgecode.redundancy import certify_plan
-    from edgecode.redundancy.influence import GridEngine
-    from edgecode.scp import scp_bounds
-    live = (eff > 0) & (deltas != 0).any(axis=0)
-    if live.sum() <= PLAN_CERTIFY_EXACT_MAX:
-        lo, up, how = certify_plan(margin, deltas, eff)
-        return lo, lo, up, how
-    est = 1.0 - float(GridEngine(margin, deltas, eff, resolution).change.mean())
-    lows, ups = [], []
-    for a in range(0, len(margin), 256):
-        lo, up = scp_bounds(margin[a:a + 256], deltas[a:a + 256], eff)
-        lows.append(lo)
-        ups.append(up)
-    lo, up = float(np.concatenate(lows).mean()), float(np.concatenate(ups).mean())
-    return min(max(est, lo), up), lo, up, "bounds"
 
 
 def _summary_rows(r, names, top=10):
@@ -141,281 +80,163 @@ def _summary_rows(r, names, top=10):
     return f"copies per feature: {hist}", f"most protected (copies): {most or 'none'}"
 
 
-def _write_plan(path, plan, names, meta):
-    """The full plan as CSV (one row per feature) or JSON, by the file suffix."""
-    path = Path(path)
-    rows = [{"index": int(j), "name": names[j], "copies": int(2 * plan.repetitions[j] + 1),
-             "repetitions": int(plan.repetitions[j]), "eps": float(plan.eps[j]),
-             "effective_eps": float(plan.effective_eps[j])} for j in range(len(names))]
-    if path.suffix.lower() == ".json":
-        doc = {**meta, "features": rows}
-        path.write_text(json.dumps(doc, indent=1) + "\n")
-    else:
-        import csv
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["index"])
-            w.writeheader()
-            w.writerows(rows)
-
-
-from export.atomic import AtomicOutputs as _AtomicOutputs  # noqa: E402  (one copy, export.atomic)
-
-
 def run_plan(dataset, eps, budget_bits, method="auto", alpha=1.0, out=None, onnx_out=None,
              fit_split="train", plan_split="test", max_points=None, stream=None, quiet=False,
              plan_out=None, resolution=None, progress_stream=None, dataset_ref=None,
              dataset_options=None):
-    """Fit, plan uniform vs greedy, print the table, optionally write artifacts.
+    """``edgecode plan``: plan with :mod:`export.plan`, print the table, write the artifacts.
 
-    ``dataset_ref`` (default: the dataset's name) and ``dataset_options``
-    (CSV options: target, positive, ignore) are recorded in the artifact, so
-    that ``simulate``, ``campaign``, ``upsets`` and ``firmware --check`` find
-    the same rows without ``--data``.
+    ``dataset``: a bundled name or CSV path (:func:`export.data.load_binary`)
+    or a :class:`edgecode.datasets.BinaryDataset`. ``dataset_ref`` (default:
+    the dataset's name) and ``dataset_options`` (CSV options: label,
+    positive, ignore) are recorded in the artifact, so that ``simulate``,
+    ``campaign``, ``upsets`` and ``firmware --check`` find the same rows
+    without ``--data``.
 
     Returns a dict with the fitted model, the data, both plans and the export, the
     expected time of planning and scoring (``expected_seconds``, the estimate the
     expected-time line prints) and the time they took (``elapsed_seconds``).
     """
-    from edgecode import datasets
-    from edgecode._config import PLAN_GRID_RESOLUTION
-    from edgecode.naive_bayes import BinaryNaiveBayes
+    from edgecode.redundancy import PlanningCostWarning
+    from export.data import load_binary
+    from export.plan import export_plan, method_reason, prepare_plan, solve_plan
     from export.progress import format_seconds
-    from edgecode.redundancy import (PlanningCostWarning, allocate_greedy, allocate_uniform,
-                                     estimate_plan_seconds, repetition_error)
-    from edgecode.redundancy.greedy import _resolve_method
 
     out_stream = stream or sys.stdout
-    resolution = PLAN_GRID_RESOLUTION if resolution is None else resolution
 
     def say(msg=""):
         if not quiet:
             print(msg, file=out_stream, flush=True)
 
-    data = datasets.load(dataset) if isinstance(dataset, str) else dataset
-    fit_rows, plan_rows = _split_data(data, fit_split, plan_split)
-    # trained on the true labels (a CSV's values), so that the exports return them
-    nb = BinaryNaiveBayes(alpha=alpha).fit(fit_rows.X, fit_rows.labels())
-    Xp = plan_rows.X if max_points is None else plan_rows.X[:max_points]
-    margin, deltas = nb.decision_function(Xp), nb.flip_deltas(Xp)
-    t, n = deltas.shape
-    names = list(data.feature_names) if len(data.feature_names) == n else \
-        [f"x{j}" for j in range(n)]
-    eps_arr = eps if np.ndim(eps) else float(eps)
-    eps_vec = np.broadcast_to(np.asarray(eps_arr, dtype=float), (n,)).copy()
+    data = load_binary(dataset) if isinstance(dataset, str) else dataset
+    setup = prepare_plan(data, eps, budget_bits, method=method, alpha=alpha,
+                         fit_split=fit_split, plan_split=plan_split, max_points=max_points,
+                         resolution=resolution)
+    n, t, names = setup.n_features, setup.n_points, setup.feature_names
     say(f"plan on {data.name}: n = {n} features, t = {t} planning points, "
-        f"fit on {len(fit_rows.X)} rows (accuracy {nb.score(plan_rows.X, plan_rows.labels()):.3f} "
+        f"fit on {len(setup.fit_rows.X)} rows (accuracy {setup.accuracy:.3f} "
         f"on the planning split)")
     say(f"channel eps = {_fmt_eps(eps)}, "
         f"redundancy budget {budget_bits} bits ({budget_bits // 2} units)")
-    used = _resolve_method(method, n)
-    say(_method_reason(method, used, n, resolution))
-    # the plan (at most the steps any plan can use), then the none and uniform rows
-    n_rows = 1 + int(budget_bits >= 2 * n)
-    expected = estimate_plan_seconds(t, n, budget_bits // 2, used, resolution, eps=eps_vec,
-                                     extra_scores=n_rows)
+    say(method_reason(method, setup.method_used, n, setup.resolution))
+    expected = setup.expected_seconds
     if expected > 60:
         say(f"warning: expected to take about {format_seconds(expected)} "
             "(progress on stderr; Ctrl-C stops cleanly, nothing is written)")
     elif expected > 5:
         say(f"expected time: about {format_seconds(expected)}")
-    t0 = time.perf_counter()
     reporter, progress = _plan_progress(names, stream=progress_stream, quiet=quiet)
     with reporter, warnings.catch_warnings():
         warnings.simplefilter("ignore", PlanningCostWarning)  # said above, with the CLI's estimate
-        plan = allocate_greedy(margin, deltas, eps_arr, budget_bits, method=method,
-                               progress=progress, resolution=resolution)
-    plan_s = time.perf_counter() - t0
+        outcome = solve_plan(setup, progress=progress)
+    plan = outcome.plan
     if plan.stopped_early:
         say(f"greedy plan stopped early at step {len(plan.history):,} of {budget_bits // 2:,}: "
             f"{plan.stop_reason} (1-SCP {1 - plan.mean_scp:.3e}); {plan.unused_bits:,} of the "
             f"{budget_bits:,} budget bits unused")
-    rows = [("none", _score(margin, deltas, eps_vec, resolution), np.zeros(n, int))]
-    uniform = None
-    if budget_bits >= 2 * n:
-        ru = allocate_uniform(n, budget_bits)
-        sc = _score(margin, deltas, repetition_error(eps_vec, ru), resolution)
-        uniform = sc[0]
-        rows.append(("uniform", sc, ru))
-    rows.append(("greedy", (plan.mean_scp, plan.scp_lower, plan.scp_upper, plan.certified_by),
-                 plan.repetitions))
-    elapsed = time.perf_counter() - t0
-    exact = all(r[1][3] == "exact" for r in rows)
+    exact = outcome.exact
+    head = "1-SCP" if exact else "1-SCP est  [certified interval]"
     if n <= _LIST_MAX_FEATURES:
-        head = "1-SCP" if exact else "1-SCP est  [certified interval]"
         say(f"{'allocation':<10} {head:>11}  bits per feature")
     else:
-        say(f"{'allocation':<10} {'1-SCP' if exact else '1-SCP est  [certified interval]'}")
-    for name, (est, lo, up, how), r in rows:
-        val = f"{1 - est:11.4e}" if how == "exact" else \
-            f"{1 - est:11.4e}  [{1 - up:.4e}, {1 - lo:.4e}]"
-        say(f"{name:<10} {val}  {_fmt_r(r)}" if n <= _LIST_MAX_FEATURES else f"{name:<10} {val}")
+        say(f"{'allocation':<10} {head}")
+    for a in outcome.allocations:
+        val = f"{1 - a.estimate:11.4e}" if a.how == "exact" else \
+            f"{1 - a.estimate:11.4e}  [{1 - a.upper:.4e}, {1 - a.lower:.4e}]"
+        say(f"{a.name:<10} {val}  {_fmt_r(a.repetitions)}" if n <= _LIST_MAX_FEATURES
+            else f"{a.name:<10} {val}")
     if n > _LIST_MAX_FEATURES:
         for line in _summary_rows(plan.repetitions, names):
             say(line)
         if plan_out is None:
             say("(the full plan: --plan-out plan.csv or plan.json)")
-    ref_name, ref = ("uniform", rows[1][1]) if uniform is not None else ("none", rows[0][1])
-    g = rows[-1][1]
-    ratio = (1 - ref[0]) / (1 - g[0]) if g[0] < 1 else float("inf")
+    ref, g = outcome.reference, outcome.greedy
     cert = ""
-    if not exact and g[1] < 1:
-        cert = (f", certified {_fmt_ratio(1 - ref[2], 1 - g[1])}-"
-                f"{_fmt_ratio(1 - ref[1], 1 - g[2])}")
-    say(f"ratio {ref_name}/greedy 1-SCP: {_fmt_ratio(1 - ref[0], 1 - g[0])}{cert}   (method "
-        f"{plan.method}, plan {plan_s:.2f}s, all {elapsed:.2f}s)")
-    result = {"model": nb, "data": data, "plan_rows": plan_rows, "X_plan": Xp, "plan": plan,
-              "uniform_scp": uniform, "none_scp": rows[0][1][0], "ratio": ratio,
-              "expected_seconds": expected, "elapsed_seconds": elapsed}
+    if not exact and g.lower < 1:
+        cert = (f", certified {_fmt_ratio(1 - ref.upper, 1 - g.lower)}-"
+                f"{_fmt_ratio(1 - ref.lower, 1 - g.upper)}")
+    say(f"ratio {ref.name}/greedy 1-SCP: {_fmt_ratio(1 - ref.estimate, 1 - g.estimate)}{cert}   "
+        f"(method {plan.method}, plan {outcome.plan_seconds:.2f}s, all "
+        f"{outcome.elapsed_seconds:.2f}s)")
+    result = {"model": setup.model, "data": data, "plan_rows": setup.plan_rows,
+              "X_plan": setup.X_plan, "plan": plan, "uniform_scp": outcome.uniform_scp,
+              "none_scp": outcome.none_scp, "ratio": outcome.ratio,
+              "expected_seconds": expected, "elapsed_seconds": outcome.elapsed_seconds,
+              "outcome": outcome}
     if out is not None or onnx_out is not None or plan_out is not None:
         if dataset_ref is None:
             dataset_ref = dataset if isinstance(dataset, str) else data.name
-        meta = {"dataset": str(dataset_ref),
-                "planned_eps": json.dumps(np.atleast_1d(eps).tolist()),
-                "planned_mean_scp": repr(plan.mean_scp),
-                "planned_scp_lower": repr(plan.scp_lower),
-                "planned_scp_upper": repr(plan.scp_upper),
-                "planning_points": str(len(Xp)),
-                "scp_method": plan.method, "budget_bits": str(budget_bits)}
-        if dataset_options:
-            meta["dataset_options"] = json.dumps(dataset_options)
-        with _AtomicOutputs([out, onnx_out, plan_out]) as tmp:
-            if out is not None or onnx_out is not None:
-                from export.naive_bayes import export_protected_nb
-                exp = export_protected_nb(nb, plan.repetitions, container_path=tmp[out],
-                                          onnx_path=tmp[onnx_out], X_check=data.X, meta=meta)
-                result["export"] = exp
-            if plan_out is not None:
-                _write_plan(tmp[plan_out], plan, names,
-                            {**meta, "certified_by": plan.certified_by,
-                             "planned_eps": np.atleast_1d(eps).tolist(),
-                             "planned_mean_scp": plan.mean_scp,
-                             "planned_scp_lower": plan.scp_lower,
-                             "planned_scp_upper": plan.scp_upper,
-                             "planning_points": len(Xp), "budget_bits": budget_bits,
-                             "unused_bits": plan.unused_bits, "stop_reason": plan.stop_reason})
+        exp = export_plan(outcome, out=out, onnx_out=onnx_out, plan_out=plan_out,
+                          dataset_ref=dataset_ref, dataset_options=dataset_options)
+        if exp is not None:
+            result["export"] = exp
         if out is not None:
-            say(f"wrote container {out} ({len(result['export'].container)} bytes)")
+            say(f"wrote container {out} ({len(exp.container)} bytes)")
         if onnx_out is not None:
             say(f"wrote ONNX {onnx_out}")
         if plan_out is not None:
             say(f"wrote plan {plan_out} ({n} features)")
-        if "export" in result:
-            say("size: " + result["export"].report())
-            warning = result["export"].fit_warning()
+        if exp is not None:
+            say("size: " + exp.report())
+            warning = exp.fit_warning()
             if warning:
                 say(warning + " (a smaller --budget, or fewer features)")
     return result
 
 
-def run_simulate(artifact, eps, trials, dataset="house_votes", split="test", seed=0,
+def run_simulate(artifact, eps, trials, dataset=None, split="test", seed=0,
                  confidence=0.99, max_points=None, stream=None, n_jobs=None, quiet=False,
                  progress_stream=None, data_options=None):
-    """Monte Carlo campaign on the device runtime next to the SCP predicted for it
-    (``n_jobs`` threads; the counts do not depend on it). ``data_options``
-    (``label``, ``ignore``, ``positive``) override what the artifact records.
+    """``edgecode simulate``: :func:`export.simulate.simulate_artifact` (any kind),
+    printed; for a kind with a closed form, the predicted rate next to the
+    measured one (``n_jobs`` threads; the counts do not depend on it).
+    ``dataset`` (default: the one the artifact records) and ``data_options``
+    (``label``, ``ignore``, ``positive``, over what the artifact records) name
+    the rows.
 
     Progress (inferences done, ETA) goes to ``progress_stream`` (default
     stderr) unless ``quiet``; memory does not grow with ``trials`` and Ctrl-C
     stops the run between batches (``KeyboardInterrupt``; the CLI exits 130).
+
+    Returns a dict: ``rate``, ``ci``, ``accuracy``, ``predicted`` and
+    ``inside`` (None without a closed form), ``same``, ``clean`` and the
+    whole ``report``.
     """
     from export.progress import Progress
-    from firmware_sim.artifact import read_container
-    from firmware_sim.naive_bayes import load_protected_nb, simulate
-    from edgecode._stats import wilson_interval
+    from export.simulate import simulate_artifact
 
     out = stream or sys.stdout
-    container = read_container(artifact) if not isinstance(artifact, bytes) else \
-        read_container(artifact)
-    if container.kind != "protected_nb":
-        return _simulate_other(container, artifact, eps, trials, dataset, split, seed,
-                               confidence, max_points, out, n_jobs, quiet, progress_stream,
-                               data_options)
-    from export.data import load_recorded as _load_recorded
-    device = load_protected_nb(container)
-    data = _load_recorded(container, dataset, binary=True, **(data_options or {})) \
-        if isinstance(dataset, str) else dataset
-    rows = data.subset(split) if (data.split is not None and split != "all") else data
-    X = rows.X if max_points is None else rows.X[:max_points]
-    if X.shape[1] != device.n_features:
-        raise UsageError(f"the artifact expects {device.n_features} features but "
-                         f"{data.name} has {X.shape[1]}")
-    eps_v = eps if np.ndim(eps) else float(eps)
-    t0 = time.perf_counter()
     with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
-        same, clean = simulate(device, X, eps_v, trials, random_state=seed, n_jobs=n_jobs,
-                               progress=progress)
-    sim_s = time.perf_counter() - t0
-    # pooled over points: points with different rates only shrink the variance,
-    # so the Wilson interval of the pooled count is conservative
-    total = X.shape[0] * trials
-    p = int(np.sum(same)) / total
-    lo_ci, hi_ci = (float(v) for v in wilson_interval(int(np.sum(same)), total, confidence))
-    # the device's own classifier as a linear model: predicted SCP of what it runs
-    # (imported after the run: export.analytics brings scikit-learn, whose import
-    # and teardown would delay the start and an interrupted run's exit)
-    from export.analytics import device_scp
-    pred, lo, hi, method = device_scp(device, X, eps_v)
-    if method == "exact":
-        pred_txt = f"{pred.mean():.6f} (exact)"
-    else:
-        pred_txt = f"in [{lo.mean():.6f}, {hi.mean():.6f}] (certified bounds)"
-    inside = lo_ci <= pred.mean() <= hi_ci
-    print(f"simulate {artifact if not isinstance(artifact, bytes) else '<bytes>'} on "
-          f"{data.name} ({len(X)} points x {trials} trials, eps = {_fmt_eps(eps)}, seed {seed}, "
-          f"{device.total_bits} bits per inference)", file=out)
-    print(f"simulated same-classification rate: {p:.6f}  "
-          f"{100 * confidence:g}% CI [{lo_ci:.6f}, {hi_ci:.6f}]  ({sim_s:.2f}s)",
+        rep = simulate_artifact(artifact, eps, trials, dataset=dataset, split=split,
+                                random_state=seed, confidence=confidence,
+                                max_points=max_points, n_jobs=n_jobs, progress=progress,
+                                data_options=data_options)
+    label = artifact if isinstance(artifact, (str, Path)) else "<artifact>"
+    lo, hi = rep.ci
+    print(f"simulate {label}: {rep.kind} on {rep.data_name} ({rep.n_points} points x "
+          f"{trials} trials, eps = {_fmt_eps(eps)} at the {rep.site} site, seed {seed})",
           file=out)
-    print(f"predicted mean SCP of the device model: {pred_txt}  -> "
-          f"{'inside' if inside else 'OUTSIDE'} the interval", file=out)
-    planned = container.meta.get("planned_mean_scp")
-    if planned is not None:
+    print(f"simulated same-classification rate: {rep.rate:.6f}  {100 * confidence:g}% CI "
+          f"[{lo:.6f}, {hi:.6f}]  ({rep.seconds:.2f}s)", file=out)
+    if rep.accuracy is not None:
+        print(f"accuracy under noise: {rep.accuracy:.6f}", file=out)
+    pred = rep.prediction
+    if pred is not None:
+        txt = f"{pred.mean:.6f} (exact)" if pred.exact else \
+            f"in [{pred.lower:.6f}, {pred.upper:.6f}] (certified bounds)"
+        print(f"predicted mean SCP of the device model: {txt}  -> "
+              f"{'inside' if rep.inside else 'OUTSIDE'} the interval", file=out)
+    if rep.planned is not None:
         try:
-            planned_eps = _fmt_eps(np.asarray(json.loads(container.meta.get("planned_eps"))))
+            planned_eps = _fmt_eps(np.asarray(json.loads(rep.planned["planned_eps"])))
         except (TypeError, ValueError):
-            planned_eps = container.meta.get("planned_eps")
-        print(f"planner's prediction stored in the artifact: {float(planned):.6f} at eps "
-              f"{planned_eps} on {container.meta.get('planning_points')} planning points",
-              file=out)
-    return {"rate": p, "ci": (lo_ci, hi_ci), "predicted": float(pred.mean()),
-            "inside": inside, "same": same, "clean": clean}
-
-
-def _simulate_other(container, artifact, eps, trials, dataset, split, seed, confidence,
-                    max_points, out, n_jobs=None, quiet=False, progress_stream=None,
-                    data_options=None):
-    """``edgecode simulate`` on an ECOC or SSBC artifact: the device contract's
-    ``simulate`` at the kind's default site, rate and accuracy with intervals."""
-    from edgecode._stats import wilson_interval
-    from export.progress import Progress
-    from export.registry import kind_rows
-    from firmware_sim import load, simulate
-
-    device = load(container)
-    data = dataset if dataset != "house_votes" else (container.meta or {}).get("dataset")
-    if data is None:
-        raise ValueError("the artifact records no dataset; pass --data")
-    X, y, name = kind_rows(container.kind)(container, data, split, **(data_options or {}))
-    if max_points is not None:
-        X, y = X[:max_points], (None if y is None else y[:max_points])
-    eps_v = eps if np.ndim(eps) else float(eps)
-    t0 = time.perf_counter()
-    with Progress("simulate", stream=progress_stream, enabled=not quiet) as progress:
-        res = simulate(device, X, eps_v, trials, random_state=seed, y=y, n_jobs=n_jobs,
-                       progress=progress)
-    sim_s = time.perf_counter() - t0
-    total = len(X) * trials
-    p = res.mean_same_rate
-    lo, hi = (float(v) for v in wilson_interval(int(res.same.sum()), total, confidence))
-    label = artifact if isinstance(artifact, str) else "<artifact>"
-    print(f"simulate {label}: {container.kind} on {name} ({len(X)} points x {trials} trials, "
-          f"eps = {_fmt_eps(eps)} at the {device.default_site} site, seed {seed})", file=out)
-    print(f"simulated same-classification rate: {p:.6f}  {100 * confidence:g}% CI "
-          f"[{lo:.6f}, {hi:.6f}]  ({sim_s:.2f}s)", file=out)
-    if res.accuracy is not None:
-        print(f"accuracy under noise: {res.accuracy:.6f}", file=out)
-    return {"rate": p, "ci": (lo, hi), "accuracy": res.accuracy, "same": res.same,
-            "clean": res.clean_labels}
+            planned_eps = rep.planned["planned_eps"]
+        print(f"planner's prediction stored in the artifact: "
+              f"{float(rep.planned['planned_mean_scp']):.6f} at eps {planned_eps} on "
+              f"{rep.planned['planning_points']} planning points", file=out)
+    return {"rate": rep.rate, "ci": rep.ci, "accuracy": rep.accuracy,
+            "predicted": None if pred is None else pred.mean, "inside": rep.inside,
+            "same": rep.result.same, "clean": rep.result.clean_labels, "report": rep}
 
 
 def run_demo_stage(out_dir, trials=2000, stream=None):
@@ -550,8 +371,7 @@ def _cmd_plan(args):
     if args.resolution is not None and args.resolution & (args.resolution - 1):
         raise UsageError(f"--resolution must be a power of two; got {args.resolution}")
     _parse_eps(args.eps)                       # a bad value is refused before any work
-    from export.data import dataset_reference, load_binary
-    from .budget import data_options
+    from export.data import data_options, dataset_reference, load_binary
     if args.deprecated_target is not None:
         if args.label is not None and args.label != args.deprecated_target:
             raise UsageError("--target (deprecated) and --label name different columns; give "
@@ -571,15 +391,8 @@ def _cmd_plan(args):
 
 
 def _cmd_simulate(args):
-    from firmware_sim.artifact import read_container
-    eps = _parse_eps(args.eps)
-    data = args.data
-    if data is None:
-        data = read_container(args.artifact).meta.get("dataset")
-        if data is None:
-            raise UsageError("the artifact records no dataset; pass --data")
-    from .budget import data_options
-    run_simulate(args.artifact, eps, args.trials, dataset=data,
+    from export.data import data_options
+    run_simulate(args.artifact, _parse_eps(args.eps), args.trials, dataset=args.data,
                  split=args.split, seed=args.seed, confidence=args.confidence,
                  max_points=args.max_points, n_jobs=args.jobs, quiet=args.quiet,
                  data_options=data_options(args))

@@ -1,8 +1,11 @@
-"""Numba kernels of the device simulator (njit only, no validation, no RNG).
+"""Numba kernels of the device side shared by every kind (njit only, no validation, no RNG).
 
-Each kernel takes C-contiguous arrays and scalars that its public wrapper
-(``firmware_sim.channel`` or ``firmware_sim.naive_bayes``) validated and
-allocated; random numbers, when needed, are drawn by the wrapper and passed in.
+``_skip_positions`` here (the channel's geometric skipping), bit intrinsics
+in :mod:`.bits`, fault samplers in :mod:`.faults`; the kernels of a model
+kind live beside it, in ``firmware_sim/kinds/_kernels/<kind>.py``. Each
+kernel takes C-contiguous arrays and scalars that its public wrapper
+validated and allocated; random numbers, when needed, are drawn by the
+wrapper and passed in.
 """
 
 import math
@@ -32,59 +35,3 @@ def _skip_positions(u, inv_log1mp, last, n, out):
         out[count] = last
         count += 1
     return count, last
-
-
-@njit(cache=True, nogil=True)
-def _majority_decode(bits, reps, out):
-    """Feature-major majority vote: ``out[i, j] = (#ones in copies of j) > reps[j]``."""
-    t = bits.shape[0]
-    n = reps.shape[0]
-    for i in range(t):
-        pos = 0
-        for j in range(n):
-            m = 2 * reps[j] + 1
-            c = 0
-            for k in range(m):
-                c += bits[i, pos + k]
-            pos += m
-            out[i, j] = 1 if c > reps[j] else 0
-
-
-@njit(cache=True, nogil=True)
-def _accumulate(X, weights, bias, out):
-    """Integer log-odds ``out[i] = bias + sum_j X[i, j] * weights[j]`` (int64).
-
-    (``_decode_accumulate`` with every ``reps[j] = 0`` gives the same sums, but
-    its loop over copies does not vectorise: about 13x slower.)"""
-    t, n = X.shape
-    for i in range(t):
-        acc = bias
-        for j in range(n):
-            if X[i, j]:
-                acc += weights[j]
-        out[i] = acc
-
-
-@njit(cache=True, nogil=True)
-def _decode_accumulate(bits, reps, weights, bias, out):
-    """Device inference on received bits: majority-decode each feature and,
-    when it decodes to 1, add its weight; ``out[i]`` is the accumulator.
-
-    This is the loop a microcontroller runs (see ``ProtectedNBDevice.resources``
-    for its operation count): one addition per received bit, one comparison
-    per feature, one addition per feature decoded as 1.
-    """
-    t = bits.shape[0]
-    n = reps.shape[0]
-    for i in range(t):
-        acc = bias
-        pos = 0
-        for j in range(n):
-            m = 2 * reps[j] + 1
-            c = 0
-            for k in range(m):
-                c += bits[i, pos + k]
-            pos += m
-            if c > reps[j]:
-                acc += weights[j]
-        out[i] = acc

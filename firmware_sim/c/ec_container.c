@@ -12,7 +12,7 @@
  * every size computation uses 64-bit intermediates, so no image can make the
  * reader overflow or read outside buf[0 .. total_size).
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
 
 #define EC_HEADER_SIZE 32u
 #define EC_ENTRY_SIZE 64u
@@ -20,14 +20,14 @@
 #define EC_MAX_NDIM 4u
 #define EC_ALIGNMENT 16u
 
-static const uint8_t ec_magic[8] = {0x89u, 0x45u, 0x43u, 0x46u, 0x0Du, 0x0Au, 0x1Au, 0x0Au};
+static const EC_ROM uint8_t ec_magic[8] = {0x89u, 0x45u, 0x43u, 0x46u, 0x0Du, 0x0Au, 0x1Au, 0x0Au};
 
-static uint32_t rd16(const uint8_t *p)
+static uint32_t rd16(const EC_ROM uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
 }
 
-static uint32_t rd32(const uint8_t *p)
+static uint32_t rd32(const EC_ROM uint8_t *p)
 {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
            ((uint32_t)p[3] << 24);
@@ -46,14 +46,14 @@ static uint32_t ec_itemsize(uint32_t code)
 }
 
 /* ---- CRC-32 (IEEE 802.3 / zlib), reflected, 4 bits per step ------------- */
-static const uint32_t ec_crc_nibble[16] = {
+static const EC_ROM uint32_t ec_crc_nibble[16] = {
     0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu,
     0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
     0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
     0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu
 };
 
-static uint32_t ec_crc_update(uint32_t crc, const uint8_t *p, uint32_t n)
+static uint32_t ec_crc_update(uint32_t crc, const EC_ROM uint8_t *p, uint32_t n)
 {
     uint32_t i;
     for (i = 0; i < n; i++) {
@@ -64,7 +64,7 @@ static uint32_t ec_crc_update(uint32_t crc, const uint8_t *p, uint32_t n)
     return crc;
 }
 
-uint32_t ec_crc32_image(const uint8_t *buf, uint32_t size)
+uint32_t ec_crc32_image(const EC_ROM uint8_t *buf, uint32_t size)
 {
     uint32_t crc = 0xFFFFFFFFu;
     if (buf == NULL) return 0u;
@@ -74,9 +74,9 @@ uint32_t ec_crc32_image(const uint8_t *buf, uint32_t size)
 }
 
 /* ---- table entries --------------------------------------------------------- */
-static const uint8_t *ec_entry(const uint8_t *base, uint32_t i)
+static const EC_ROM uint8_t *ec_entry(const EC_ROM uint8_t *base, uint32_t i)
 {
-    return base + EC_HEADER_SIZE + (size_t)EC_ENTRY_SIZE * i;
+    return base + (EC_HEADER_SIZE + EC_ENTRY_SIZE * i);
 }
 
 static int ec_is_alpha_(uint8_t c)
@@ -90,7 +90,7 @@ static int ec_is_digit(uint8_t c)
 }
 
 /* name: NUL-terminated within 32 bytes, NUL-padded, [A-Za-z_][A-Za-z0-9_]* */
-static int ec_name_ok(const uint8_t *name)
+static int ec_name_ok(const EC_ROM uint8_t *name)
 {
     uint32_t stop = EC_NAME_WIDTH, i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
@@ -107,7 +107,7 @@ static int ec_name_ok(const uint8_t *name)
     return 1;
 }
 
-static int ec_name_eq(const uint8_t *a, const uint8_t *b)
+static int ec_name_eq(const EC_ROM uint8_t *a, const EC_ROM uint8_t *b)
 {
     uint32_t i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
@@ -117,7 +117,7 @@ static int ec_name_eq(const uint8_t *a, const uint8_t *b)
 }
 
 /* a validated name field against a C string */
-static int ec_name_is(const uint8_t *field, const char *name)
+static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 {
     uint32_t i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
@@ -128,12 +128,12 @@ static int ec_name_is(const uint8_t *field, const char *name)
     return 0;   /* name longer than 31 characters: never stored */
 }
 
-static const char ec_meta_name[] = "__meta__";
-static const char ec_classes_name[] = "__classes__";
+static const EC_ROM char ec_meta_name[] = "__meta__";
+static const EC_ROM char ec_classes_name[] = "__classes__";
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
-static int ec_utf8_ok(const uint8_t *p, uint32_t n)
+static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
 {
     uint32_t i = 0u;
     while (i < n) {
@@ -160,7 +160,8 @@ static int ec_utf8_ok(const uint8_t *p, uint32_t n)
 }
 
 /* ---- ec_image_open ------------------------------------------------------------ */
-ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
+EC_AVR_WORKAROUND
+ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
     uint32_t total, n, i, j, crc;
     uint64_t data_start, last_end, cursor;
@@ -198,13 +199,8 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     /* 5. checksum */
     crc = ec_crc32_image(buf, total);
     if (crc != rd32(buf + 20)) return EC_ERR_CRC;
-    /* 6. kind */
-    {
-        uint32_t kind = rd16(buf + 10);
-        if (kind != EC_KIND_PROTECTED_NB && kind != EC_KIND_ECOC && kind != EC_KIND_SSBC &&
-            kind != EC_KIND_FOREST)
-            return EC_ERR_KIND;
-    }
+    /* 6. kind: one of the kind table's, compiled in (ec_kinds.h) */
+    if (ec_kind_find(rd16(buf + 10)) == NULL) return EC_ERR_KIND;
     /* 7. fixed header fields */
     if (rd16(buf + 24) != EC_HEADER_SIZE || rd16(buf + 26) != EC_ENTRY_SIZE ||
         rd32(buf + 28) != 0u)
@@ -216,7 +212,7 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
 
     /* 9. every entry */
     for (i = 0; i < n; i++) {
-        const uint8_t *e = ec_entry(buf, i);
+        const EC_ROM uint8_t *e = ec_entry(buf, i);
         uint32_t code, ndim, itemsize, k, offset, nbytes;
         uint64_t expected = 0u;
         int zero_dim = 0, too_big = 0;
@@ -259,11 +255,11 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
 
     /* 10. non-empty arrays do not overlap (pairwise: no allocation) */
     for (i = 0; i < n; i++) {
-        const uint8_t *a = ec_entry(buf, i);
+        const EC_ROM uint8_t *a = ec_entry(buf, i);
         uint64_t as = rd32(a + 52), ae = as + rd32(a + 56);
         if (as == ae) continue;
         for (j = i + 1; j < n; j++) {
-            const uint8_t *b = ec_entry(buf, j);
+            const EC_ROM uint8_t *b = ec_entry(buf, j);
             uint64_t bs = rd32(b + 52), be = bs + rd32(b + 56);
             if (bs == be) continue;
             if (as < be && bs < ae) return EC_ERR_TABLE;
@@ -272,7 +268,7 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     /* 11. total_size is the largest end (an empty array counts its offset) */
     last_end = data_start;
     for (i = 0; i < n; i++) {
-        const uint8_t *a = ec_entry(buf, i);
+        const EC_ROM uint8_t *a = ec_entry(buf, i);
         uint64_t end = (uint64_t)rd32(a + 52) + rd32(a + 56);
         if (end > last_end) last_end = end;
     }
@@ -284,13 +280,17 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     for (;;) {
         uint64_t best = (uint64_t)total + 1u, best_end = 0u, p;
         for (i = 0; i < n; i++) {
-            const uint8_t *a = ec_entry(buf, i);
+            const EC_ROM uint8_t *a = ec_entry(buf, i);
             uint64_t s = rd32(a + 52), len = rd32(a + 56);
             if (len != 0u && s >= cursor && s < best) { best = s; best_end = s + len; }
         }
         p = best <= total ? best : (uint64_t)total;
-        for (; cursor < p; cursor++) {
-            if (buf[cursor] != 0u) return EC_ERR_TABLE;
+        {   /* the gap [cursor, p) lies inside total_size: 32-bit offsets */
+            uint32_t at = (uint32_t)cursor, stop = (uint32_t)p;
+            for (; at < stop; at++) {
+                if (buf[at] != 0u) return EC_ERR_TABLE;
+            }
+            cursor = p;
         }
         if (best > total) break;
         cursor = best_end;
@@ -299,13 +299,13 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
        __classes__ is 1-d uint8, not empty, ends with a NUL and is valid
        UTF-8; no other name starting with "__" */
     for (i = 0; i < n; i++) {
-        const uint8_t *e = ec_entry(buf, i);
+        const EC_ROM uint8_t *e = ec_entry(buf, i);
         if (e[0] == '_' && e[1] == '_') {
             int classes = ec_name_is(e, ec_classes_name);
             if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
             if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
             if (classes) {
-                const uint8_t *p = buf + rd32(e + 52);
+                const EC_ROM uint8_t *p = buf + rd32(e + 52);
                 uint32_t len = rd32(e + 56);
                 if (len == 0u || p[len - 1u] != 0u || !ec_utf8_ok(p, len)) return EC_ERR_TABLE;
                 img->class_names = p;
@@ -321,12 +321,13 @@ ec_status ec_image_open(const uint8_t *buf, size_t size, ec_image *img)
     return EC_OK;
 }
 
-ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
+EC_AVR_WORKAROUND
+ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
     uint32_t i, k;
     if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
     for (i = 0; i < img->n_arrays; i++) {
-        const uint8_t *e = ec_entry(img->base, i);
+        const EC_ROM uint8_t *e = ec_entry(img->base, i);
         if (!ec_name_is(e, name)) continue;
         if (out != NULL) {
             out->data = img->base + rd32(e + 52);
@@ -340,15 +341,15 @@ ec_status ec_image_find(const ec_image *img, const char *name, ec_array *out)
     return EC_ERR_SCHEMA;
 }
 
-ec_status ec_image_require(const ec_image *img, const char *name, uint8_t dtype, uint8_t ndim,
-                           ec_array *out)
+ec_status ec_image_require(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                           uint8_t ndim, ec_array *out)
 {
     if (ec_image_find(img, name, out) != EC_OK) return EC_ERR_SCHEMA;
     if (out->dtype != dtype || out->ndim != ndim) return EC_ERR_SCHEMA;
     return EC_OK;
 }
 
-int ec_image_has(const ec_image *img, const char *name)
+int ec_image_has(const ec_image *img, const EC_ROM char *name)
 {
     return ec_image_find(img, name, NULL) == EC_OK;
 }

@@ -1,9 +1,10 @@
 /*
- * ec_ecoc.c - ECOC ensembles (kind 2) on the device: open and verify an
- * image in place, then run one frame in integers, bit for bit as
- * firmware_sim.ecoc does (docs/container_format.md, "Model kind ecoc").
+ * ec_ecoc.c - ECOC ensembles (kind 2) on the device, the operations table
+ * ec_ecoc_ops: open and verify an image in place, then run one frame in
+ * integers, bit for bit as firmware_sim.ecoc does (docs/container_format.md,
+ * "Model kind ecoc").
  *
- * ec_ecoc_open checks the consistency rules of check_ecoc
+ * ecoc_open checks the consistency rules of check_ecoc
  * (firmware_sim/_validation.py) in the same order, except the metadata
  * rule (16: the runtime does not parse __meta__) and the float rules
  * beyond the finiteness of in_center (tested on the bit pattern). A
@@ -17,16 +18,41 @@
  * 32-entry stack (O(tree)), or, for deeper trees, without one (O(tree) on
  * the exporter's preorder layout, O(nodes^2) at worst).
  *
- * ec_ecoc_infer streams: each score is accumulated, compared and
+ * ecoc_infer streams: each score is accumulated, compared and
  * forgotten, the learner symbols go straight into decision[0..m), the
  * packed binary decoder packs one 64-bit word of them at a time and adds
  * its popcounts into decision[m..m+c). No workspace is needed.
  *
  * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc.
  * Arrays are read through typed pointers into the image (16-byte aligned,
- * little-endian: the host and Cortex-M alike).
+ * little-endian: the host, Cortex-M, AVR and RISC-V alike).
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
+
+/* the fields of an opened model (model->state) */
+typedef struct {
+    const EC_ROM int16_t *code;           /* (c, m), -1 = unused               */
+    const EC_ROM int32_t *unused_count;   /* (c,)                              */
+    const EC_ROM int32_t *col_cls_offset, *col_n_cls; /* (m,)                  */
+    const EC_ROM int16_t *col_classes;    /* (sum col_n_cls,)                  */
+    const EC_ROM uint64_t *code_bits, *code_used; /* (c, words) when n_symbols == 2 */
+    const EC_ROM uint64_t *in_center_bits; /* (d,) the float64 centers, as bit patterns */
+    const EC_ROM int8_t *in_shift;        /* (d,) input quantizer exponents    */
+    /* linear */
+    const EC_ROM int32_t *lin_weights;    /* (d, k)                            */
+    const EC_ROM int64_t *lin_bias;       /* (k,)                              */
+    const EC_ROM int32_t *col_out_offset, *col_n_out; /* (m,)                  */
+    /* trees */
+    const EC_ROM int32_t *tree_feature, *tree_threshold, *tree_left, *tree_right;
+    const EC_ROM int16_t *tree_leaf;
+    const EC_ROM int32_t *tree_root;      /* (m,)                              */
+    uint32_t n_classes, n_columns, n_symbols, n_features;
+    uint32_t code_words;
+    uint32_t n_outputs;                   /* k                                 */
+    uint32_t n_nodes;
+    uint8_t learner_kind;                 /* 1 linear, 2 tree                  */
+} ec_ecoc_state;
+EC_STATE_FITS(ec_ecoc_state);
 
 #define EC_INT64_MAX_U ((uint64_t)0x7FFFFFFFFFFFFFFFull)
 #define EC_Q_ABS_MAX 32768u /* |q| of an int16 frame value, -32768 included */
@@ -34,8 +60,8 @@
 /* ---- array access -------------------------------------------------------- */
 
 /* One-dimensional array of exactly `n` entries. */
-static ec_status get_vector(const ec_image *img, const char *name, uint8_t dtype, uint64_t n,
-                            ec_array *a)
+static ec_status get_vector(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                            uint64_t n, ec_array *a)
 {
     ec_status s = ec_image_require(img, name, dtype, 1u, a);
     if (s != EC_OK)
@@ -43,7 +69,7 @@ static ec_status get_vector(const ec_image *img, const char *name, uint8_t dtype
     return (uint64_t)a->shape[0] == n ? EC_OK : EC_ERR_SCHEMA;
 }
 
-#define AS(type, arr) ((const type *)(const void *)(arr).data)
+#define AS(type, arr) ((const EC_ROM type *)(const EC_ROM void *)(arr).data)
 
 static uint32_t popcount64(uint64_t x)
 {
@@ -87,9 +113,9 @@ static int sieve_mark(uint32_t *bits, int32_t base, int32_t v)
     return 1;
 }
 
-static int each_node_referenced_once(const int32_t *feat, const int32_t *left,
-                                     const int32_t *right, int32_t nn, const int32_t *root,
-                                     uint32_t m, uint32_t *bits)
+static int each_node_referenced_once(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
+                                     const EC_ROM int32_t *right, int32_t nn,
+                                     const EC_ROM int32_t *root, uint32_t m, uint32_t *bits)
 {
     uint32_t w, j;
     volatile uint32_t *clear = bits; /* volatile: no memset call from the compiler */
@@ -121,8 +147,8 @@ static int each_node_referenced_once(const int32_t *feat, const int32_t *left,
 /* The internal node in [lo, v) with a child v (the nearest to v), or -1.
  * Children come after their parent (rule 12), so only nodes before v can
  * point at it. */
-static int32_t find_parent(const int32_t *feat, const int32_t *left, const int32_t *right,
-                           int32_t lo, int32_t v)
+static int32_t find_parent(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
+                           const EC_ROM int32_t *right, int32_t lo, int32_t v)
 {
     int32_t i;
     for (i = v - 1; i >= lo; i--)
@@ -132,7 +158,7 @@ static int32_t find_parent(const int32_t *feat, const int32_t *left, const int32
 }
 
 /* Is `s` one of the strictly increasing symbols cls[0..n)? */
-static int has_symbol(const int16_t *cls, int32_t n, int16_t s)
+static int has_symbol(const EC_ROM int16_t *cls, int32_t n, int16_t s)
 {
     int32_t lo = 0, hi = n;
     while (lo < hi) {
@@ -152,9 +178,9 @@ static int has_symbol(const int16_t *cls, int32_t n, int16_t s)
  * through parents found by a backward search (all nodes of the tree lie at
  * or after r): O(tree) on a preorder layout, O(nodes^2) at worst. Needs
  * rules 12 and 14 (the nodes form disjoint trees). */
-static int column_leaves_ok(const int32_t *feat, const int32_t *left, const int32_t *right,
-                            const int16_t *leaf, int32_t r, const int16_t *cls, int32_t ncls,
-                            uint32_t *stack)
+static int column_leaves_ok(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
+                            const EC_ROM int32_t *right, const EC_ROM int16_t *leaf, int32_t r,
+                            const EC_ROM int16_t *cls, int32_t ncls, uint32_t *stack)
 {
     uint32_t sp = 0;
     int32_t v = r;
@@ -196,28 +222,28 @@ deep:
 
 /* ---- linear learners (rules 9, 10) ---------------------------------------- */
 
-static ec_status open_linear(const ec_image *img, ec_ecoc_model *mo, const int32_t *n_cls)
+static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_ROM int32_t *n_cls)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
-    const int32_t *w, *n_out, *out_off;
-    const int64_t *b;
+    const EC_ROM int32_t *w, *n_out, *out_off;
+    const EC_ROM int64_t *b;
     uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
     uint64_t sum;
 
-    if ((s = ec_image_require(img, "lin_weights", EC_I32, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("lin_weights"), EC_I32, 2u, &a)) != EC_OK)
         return s;
     if ((uint64_t)a.shape[0] != d)
         return EC_ERR_SCHEMA;
     k = a.shape[1];
     w = AS(int32_t, a);
-    if ((s = get_vector(img, "lin_bias", EC_I64, k, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("lin_bias"), EC_I64, k, &a)) != EC_OK)
         return s;
     b = AS(int64_t, a);
-    if ((s = get_vector(img, "col_n_out", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_n_out"), EC_I32, m, &a)) != EC_OK)
         return s;
     n_out = AS(int32_t, a);
-    if ((s = get_vector(img, "col_out_offset", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_out_offset"), EC_I32, m, &a)) != EC_OK)
         return s;
     out_off = AS(int32_t, a);
 
@@ -244,7 +270,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_model *mo, const int32
     for (o = 0; o < k; o++) {
         uint64_t absb = abs64(b[o]), abs_w = 0;
         for (f = 0; f < d; f++) {
-            int32_t v = w[(size_t)f * k + o];
+            int32_t v = w[(uint32_t)f * k + o];
             abs_w += v < 0 ? (uint64_t)(-(int64_t)v) : (uint64_t)v;
         }
         if (absb > EC_INT64_MAX_U || abs_w > (EC_INT64_MAX_U - absb) / EC_Q_ABS_MAX)
@@ -260,35 +286,35 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_model *mo, const int32
 
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
 
-static ec_status open_trees(const ec_image *img, ec_ecoc_model *mo)
+static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     uint32_t scratch[EC_SIEVE_WORDS]; /* rule 14's bitmap, then rule 15's stack */
     ec_status s;
-    const int32_t *feat, *thr, *left, *right, *root;
-    const int16_t *leaf;
+    const EC_ROM int32_t *feat, *thr, *left, *right, *root;
+    const EC_ROM int16_t *leaf;
     uint32_t m = mo->n_columns, j, n_nodes;
     int32_t nn, i, d = (int32_t)mo->n_features;
     uint64_t refs;
     int side;
 
-    if ((s = ec_image_require(img, "tree_feature", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("tree_feature"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_nodes = a.shape[0];
     feat = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_threshold", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_threshold"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     thr = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_left", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_left"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     left = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_right", EC_I32, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_right"), EC_I32, n_nodes, &a)) != EC_OK)
         return s;
     right = AS(int32_t, a);
-    if ((s = get_vector(img, "tree_leaf", EC_I16, n_nodes, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_leaf"), EC_I16, n_nodes, &a)) != EC_OK)
         return s;
     leaf = AS(int16_t, a);
-    if ((s = get_vector(img, "tree_root", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("tree_root"), EC_I32, m, &a)) != EC_OK)
         return s;
     root = AS(int32_t, a);
     /* 4-byte nodes in a file under 4 GiB: fewer than 2^30 of them */
@@ -305,7 +331,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_model *mo)
         if (feat[i] < -1 || feat[i] >= d)
             return EC_ERR_RULE;
     for (side = 0; side < 2; side++) {
-        const int32_t *child = side == 0 ? left : right;
+        const EC_ROM int32_t *child = side == 0 ? left : right;
         for (i = 0; i < nn; i++)
             if (feat[i] >= 0 && (child[i] <= i || child[i] >= nn))
                 return EC_ERR_RULE;
@@ -350,7 +376,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_model *mo)
 
 /* ---- ec_ecoc_open ---------------------------------------------------------- */
 
-static void clear_model(ec_ecoc_model *mo)
+static void clear_model(ec_ecoc_state *mo)
 {
     mo->n_classes = mo->n_columns = mo->n_symbols = mo->n_features = 0;
     mo->learner_kind = 0;
@@ -370,26 +396,26 @@ static void clear_model(ec_ecoc_model *mo)
     mo->n_nodes = 0;
 }
 
-static const char *const linear_arrays[] = {"lin_weights", "lin_bias", "col_out_offset",
-                                            "col_n_out"};
-static const char *const tree_arrays[] = {"tree_feature", "tree_threshold", "tree_left",
-                                          "tree_right", "tree_leaf", "tree_root"};
+/* the arrays of each learner kind: NUL-terminated names, then an empty one */
+static const EC_ROM char linear_arrays[] = "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0";
+static const EC_ROM char tree_arrays[] =
+    "tree_feature\0tree_threshold\0tree_left\0tree_right\0tree_leaf\0tree_root\0";
 
-static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
+static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
-    const int16_t *code, *cls;
-    const int32_t *unused, *n_cls, *cls_off;
-    const uint64_t *center;
-    uint32_t c, m, d, r, j, words, wd, n_other;
+    const EC_ROM int16_t *code, *cls;
+    const EC_ROM int32_t *unused, *n_cls, *cls_off;
+    const EC_ROM uint64_t *center;
+    uint32_t c, m, d, r, j, words, wd;
     int32_t n_sym, max_code;
     uint64_t total, sum;
     uint8_t kind;
-    const char *const *other;
+    const EC_ROM char *other;
 
     /* rule 1: the code */
-    if ((s = ec_image_require(img, "code", EC_I16, 2u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("code"), EC_I16, 2u, &a)) != EC_OK)
         return s;
     c = a.shape[0];
     m = a.shape[1];
@@ -399,31 +425,31 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
     max_code = -1;
     for (r = 0; r < c; r++)
         for (j = 0; j < m; j++) {
-            int16_t v = code[(size_t)r * m + j];
+            int16_t v = code[(uint32_t)r * m + j];
             if (v < -1)
                 return EC_ERR_RULE;
             if (v > max_code)
                 max_code = v;
         }
     /* rule 2: the alphabet */
-    if ((s = get_vector(img, "n_symbols", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("n_symbols"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_sym = AS(int32_t, a)[0];
     if (n_sym != (max_code + 1 > 2 ? max_code + 1 : 2))
         return EC_ERR_RULE;
     /* rule 3: unused entries per row */
-    if ((s = get_vector(img, "unused_count", EC_I32, c, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("unused_count"), EC_I32, c, &a)) != EC_OK)
         return s;
     unused = AS(int32_t, a);
     for (r = 0; r < c; r++) {
         int32_t cnt = 0;
         for (j = 0; j < m; j++)
-            cnt += code[(size_t)r * m + j] < 0;
+            cnt += code[(uint32_t)r * m + j] < 0;
         if (unused[r] != cnt)
             return EC_ERR_RULE;
     }
     /* rule 4: learner symbol counts, their table and its running offsets */
-    if ((s = get_vector(img, "col_n_cls", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_n_cls"), EC_I32, m, &a)) != EC_OK)
         return s;
     n_cls = AS(int32_t, a);
     total = 0;
@@ -432,10 +458,10 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
             return EC_ERR_RULE;
         total += (uint64_t)n_cls[j];
     }
-    if ((s = get_vector(img, "col_classes", EC_I16, total, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_classes"), EC_I16, total, &a)) != EC_OK)
         return s;
     cls = AS(int16_t, a);
-    if ((s = get_vector(img, "col_cls_offset", EC_I32, m, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_cls_offset"), EC_I32, m, &a)) != EC_OK)
         return s;
     cls_off = AS(int32_t, a);
     sum = 0;
@@ -446,7 +472,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
     }
     /* rule 5: symbols in [0, N), strictly increasing within a column */
     for (j = 0; j < m; j++) {
-        const int16_t *col = cls + cls_off[j];
+        const EC_ROM int16_t *col = cls + cls_off[j];
         int32_t t;
         for (t = 0; t < n_cls[j]; t++) {
             if (col[t] < 0 || col[t] >= n_sym)
@@ -454,14 +480,14 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
         }
     }
     for (j = 0; j < m; j++) {
-        const int16_t *col = cls + cls_off[j];
+        const EC_ROM int16_t *col = cls + cls_off[j];
         int32_t t;
         for (t = 1; t < n_cls[j]; t++)
             if (col[t] <= col[t - 1])
                 return EC_ERR_RULE;
     }
     /* rule 6: the input quantizer (host side; only finiteness matters here) */
-    if ((s = ec_image_require(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("in_center"), EC_F64, 1u, &a)) != EC_OK)
         return s;
     d = a.shape[0];
     center = AS(uint64_t, a);
@@ -470,7 +496,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
     for (j = 0; j < d; j++)
         if (((center[j] >> 52) & 0x7FFu) == 0x7FFu) /* NaN or infinity */
             return EC_ERR_RULE;
-    if ((s = get_vector(img, "in_shift", EC_I8, d, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("in_shift"), EC_I8, d, &a)) != EC_OK)
         return s;
     mo->in_center_bits = center;          /* for ec_quantize (host side of the contract) */
     mo->in_shift = AS(int8_t, a);
@@ -487,30 +513,32 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
 
     /* rule 7: the packed binary code, only for N = 2 */
     if (n_sym == 2) {
-        const uint64_t *bits, *used;
+        const EC_ROM uint64_t *bits, *used;
         words = (uint32_t)(((uint64_t)m + 63u) / 64u);
-        if ((s = ec_image_require(img, "code_bits", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, EC_STR("code_bits"), EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
         bits = AS(uint64_t, a);
-        if ((s = ec_image_require(img, "code_used", EC_U64, 2u, &a)) != EC_OK)
+        if ((s = ec_image_require(img, EC_STR("code_used"), EC_U64, 2u, &a)) != EC_OK)
             return s;
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
         used = AS(uint64_t, a);
         for (wd = 0; wd < 2u; wd++) {
-            const uint64_t *packed = wd == 0 ? bits : used;
+            const EC_ROM uint64_t *packed = wd == 0 ? bits : used;
             for (r = 0; r < c; r++) {
-                const int16_t *row = code + (size_t)r * m;
+                const EC_ROM int16_t *row = code + (uint32_t)r * m;
                 uint32_t k;
                 for (k = 0; k < words; k++) {
                     uint64_t want = 0;
                     uint32_t j0 = k * 64u, j1 = m - j0 < 64u ? m : j0 + 64u;
-                    for (j = j0; j < j1; j++)
-                        if (wd == 0 ? row[j] == 1 : row[j] >= 0)
+                    for (j = j0; j < j1; j++) {
+                        int16_t v = row[j];
+                        if (wd == 0 ? v == 1 : v >= 0)
                             want |= (uint64_t)1u << (j - j0);
-                    if (packed[(size_t)r * words + k] != want)
+                    }
+                    if (packed[(uint32_t)r * words + k] != want)
                         return EC_ERR_RULE;
                 }
             }
@@ -518,52 +546,50 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_model *mo)
         mo->code_bits = bits;
         mo->code_used = used;
         mo->code_words = words;
-    } else if (ec_image_has(img, "code_bits") || ec_image_has(img, "code_used")) {
+    } else if (ec_image_has(img, EC_STR("code_bits")) || ec_image_has(img, EC_STR("code_used"))) {
         return EC_ERR_RULE;
     }
 
     /* rule 8: the learner kind, without the other kind's arrays */
-    if ((s = get_vector(img, "learner_kind", EC_U8, 1u, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("learner_kind"), EC_U8, 1u, &a)) != EC_OK)
         return s;
     kind = a.data[0];
     if (kind != 1u && kind != 2u)
         return EC_ERR_RULE;
     mo->learner_kind = kind;
-    other = kind == 1u ? tree_arrays : linear_arrays;
-    n_other = kind == 1u ? (uint32_t)(sizeof tree_arrays / sizeof tree_arrays[0])
-                         : (uint32_t)(sizeof linear_arrays / sizeof linear_arrays[0]);
-    for (j = 0; j < n_other; j++)
-        if (ec_image_has(img, other[j]))
+    for (other = kind == 1u ? tree_arrays : linear_arrays; *other != 0; other++) {
+        if (ec_image_has(img, other))
             return EC_ERR_RULE;
+        while (*other != 0) /* to the end of this name */
+            other++;
+    }
     return kind == 1u ? open_linear(img, mo, n_cls) : open_trees(img, mo);
 }
 
-ec_status ec_ecoc_open(const ec_image *img, ec_ecoc_model *m)
+static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
 {
+    ec_ecoc_state *m = EC_STATE(ec_ecoc_state, model);
     ec_status s;
-    if (img == 0 || m == 0)
-        return EC_ERR_ARG;
     clear_model(m);
-    if (img->kind != EC_KIND_ECOC)
-        return EC_ERR_KIND;
     s = open_checked(img, m);
     if (s != EC_OK)
         clear_model(m);
+    *n_classes = m->n_classes;
     return s;
 }
 
 /* ---- inference ------------------------------------------------------------- */
 
-uint32_t ec_ecoc_workspace_bytes(const ec_ecoc_model *m)
+static uint32_t ecoc_workspace_bytes(const ec_model *model)
 {
-    (void)m; /* everything streams: scores, symbols and packed words */
+    (void)model; /* everything streams: scores, symbols and packed words */
     return 0u;
 }
 
 /* lin_bias[o] + sum_f q_f lin_weights[f, o]; rule 10 bounds every partial sum. */
-static int64_t linear_score(const ec_ecoc_model *m, const int16_t *q, uint32_t o)
+static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
 {
-    const int32_t *w = m->lin_weights + o;
+    const EC_ROM int32_t *w = m->lin_weights + o;
     uint32_t f, d = m->n_features, k = m->n_outputs;
     int64_t acc = m->lin_bias[o];
     for (f = 0; f < d; f++, w += k)
@@ -571,16 +597,17 @@ static int64_t linear_score(const ec_ecoc_model *m, const int16_t *q, uint32_t o
     return acc;
 }
 
-ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *label,
-                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
+static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
+                           int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
+    const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
     uint32_t c, n, j, r;
     int64_t *dist, best;
     int32_t arg;
 
     (void)workspace;
     (void)workspace_bytes;
-    if (m == 0 || frame == 0 || label == 0 || decision == 0 || m->code == 0)
+    if (m->code == 0)
         return EC_ERR_ARG;
     c = m->n_classes;
     n = m->n_columns;
@@ -589,7 +616,7 @@ ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *l
     /* learner symbols -> decision[0 .. n) */
     if (m->learner_kind == 1u) {
         for (j = 0; j < n; j++) {
-            const int16_t *cls = m->col_classes + m->col_cls_offset[j];
+            const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
             int32_t k = m->col_n_out[j];
             uint32_t o = (uint32_t)m->col_out_offset[j];
             int32_t pick = 0;
@@ -609,8 +636,8 @@ ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *l
             decision[j] = cls[pick];
         }
     } else if (m->learner_kind == 2u) {
-        const int32_t *feat = m->tree_feature, *thr = m->tree_threshold;
-        const int32_t *left = m->tree_left, *right = m->tree_right;
+        const EC_ROM int32_t *feat = m->tree_feature, *thr = m->tree_threshold;
+        const EC_ROM int32_t *left = m->tree_left, *right = m->tree_right;
         int32_t nn = (int32_t)m->n_nodes;
         for (j = 0; j < n; j++) {
             int32_t node = m->tree_root[j];
@@ -638,13 +665,13 @@ ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *l
                 if (decision[j] != 0)
                     w |= (uint64_t)1u << (j - j0);
             for (r = 0; r < c; r++) {
-                size_t at = (size_t)r * words + k;
+                uint32_t at = (uint32_t)r * words + k;
                 dist[r] += 2 * (int64_t)popcount64((w ^ m->code_bits[at]) & m->code_used[at]);
             }
         }
     } else {
         for (r = 0; r < c; r++) {
-            const int16_t *row = m->code + (size_t)r * n;
+            const EC_ROM int16_t *row = m->code + (uint32_t)r * n;
             int64_t cnt = 0;
             for (j = 0; j < n; j++)
                 cnt += row[j] >= 0 && row[j] != decision[j];
@@ -663,3 +690,43 @@ ec_status ec_ecoc_infer(const ec_ecoc_model *m, const int16_t *frame, int32_t *l
     *label = arg;
     return EC_OK;
 }
+
+/* ---- quantizer and sizes ------------------------------------------------------ */
+
+ec_quantize_fn ec_ecoc_quantize;
+
+ec_status ec_ecoc_quantize(const ec_model *model, const void *x, int type, int16_t *frame)
+{
+    const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
+    uint32_t f;
+    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
+    for (f = 0; f < m->n_features; f++) {
+        if (!ec_q_input(x, type, f, &v))
+            return EC_ERR_INPUT;
+    }
+    for (f = 0; f < m->n_features; f++) {
+        (void)ec_q_input(x, type, f, &v);
+        (void)ec_q_from_binary64(m->in_center_bits[f], &c); /* finite: rule 6 */
+        c.neg = !c.neg;                                      /* x + (-center) */
+        v = ec_q_add53(v, c);
+        v.exp += m->in_shift[f];                             /* * 2^in_shift */
+        frame[f] = ec_q_rint_clip(v);
+    }
+    return EC_OK;
+}
+
+static uint32_t ecoc_features(const ec_model *model)
+{
+    return EC_CSTATE(ec_ecoc_state, model)->n_features; /* input and frame alike */
+}
+
+static uint32_t ecoc_decision_len(const ec_model *model)
+{
+    const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
+    return m->n_columns + m->n_classes; /* symbols, then doubled distances */
+}
+
+const EC_ROM ec_kind_ops ec_ecoc_ops = {
+    EC_KIND_ECOC, ecoc_open, ecoc_features, ecoc_features, ecoc_decision_len,
+    ecoc_workspace_bytes, ecoc_infer
+};

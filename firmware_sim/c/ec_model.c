@@ -1,10 +1,32 @@
 /*
- * ec_model.c - open an image of any kind and run it (dispatch on the kind).
+ * ec_model.c - open an image of any kind compiled in and run it: every call
+ * goes through the operations table of the image's kind (the kind table,
+ * ec_kinds.h; ec_kind.h says what a kind implements).
  *
- * Only the kinds compiled in (EC_WITH_<KIND>, edgecode_rt.h) are dispatched to.
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
+
+/* the kinds compiled in (ec_kinds.h, selected by ec_config.h) */
+#define EC_KIND_ENTRY(ops, quantize) extern const EC_ROM ec_kind_ops ops;
+#include "ec_kinds.h"
+#undef EC_KIND_ENTRY
+
+#define EC_KIND_ENTRY(ops, quantize) &ops,
+static const EC_ROM ec_kind_ops *const EC_ROM ec_kind_table[] = {
+#include "ec_kinds.h"
+    NULL   /* the end (and an element when no kind is compiled in) */
+};
+#undef EC_KIND_ENTRY
+
+const EC_ROM ec_kind_ops *ec_kind_find(uint32_t kind)
+{
+    uint32_t i;
+    for (i = 0; ec_kind_table[i] != NULL; i++) {
+        if (ec_kind_table[i]->kind == kind) return ec_kind_table[i];
+    }
+    return NULL;
+}
 
 /* Names in __classes__: its NUL bytes (ec_image_open checked it ends with one). */
 static uint32_t ec_count_names(const ec_image *img)
@@ -14,42 +36,20 @@ static uint32_t ec_count_names(const ec_image *img)
     return n;
 }
 
-ec_status ec_model_open(const uint8_t *buf, size_t size, ec_model *model)
+ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *model)
 {
     ec_status s;
+    const EC_ROM ec_kind_ops *ops;
     uint32_t classes = 0u;     /* the kind's class count; 0: any number of names */
     if (buf == NULL || model == NULL) return EC_ERR_ARG;
     model->kind = 0u;
+    model->ops = NULL;
     model->n_class_names = 0u;
     s = ec_image_open(buf, size, &model->image);
     if (s != EC_OK) return s;
-    switch (model->image.kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB:
-        s = ec_nb_open(&model->image, &model->u.nb);
-        classes = 2u;
-        break;
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC:
-        s = ec_ecoc_open(&model->image, &model->u.ecoc);
-        classes = model->u.ecoc.n_classes;
-        break;
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC:
-        s = ec_ssbc_open(&model->image, &model->u.ssbc);
-        if (s == EC_OK && model->u.ssbc.has_table) classes = (uint32_t)model->u.ssbc.n_classes;
-        break;
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST:
-        s = ec_forest_open(&model->image, &model->u.forest);
-        classes = model->u.forest.n_classes;
-        break;
-#endif
-    default: s = EC_ERR_KIND; break;
-    }
+    ops = ec_kind_find(model->image.kind);
+    if (ops == NULL) return EC_ERR_KIND;    /* (ec_image_open refused it already) */
+    s = ops->open(&model->image, model, &classes);
     if (s != EC_OK) return s;
     /* the class names: one per class, when the kind has classes (the rule of
        check_class_names in firmware_sim/_validation.py) */
@@ -58,112 +58,64 @@ ec_status ec_model_open(const uint8_t *buf, size_t size, ec_model *model)
         if (classes != 0u && names != classes) return EC_ERR_RULE;
         model->n_class_names = names;
     }
+    model->ops = ops;
     model->kind = model->image.kind;
     return EC_OK;
 }
 
-uint32_t ec_class_count(const ec_model *model)
+/* the operations of an opened model, else NULL */
+static const EC_ROM ec_kind_ops *ec_ops(const ec_model *model)
 {
-    if (model == NULL || model->kind == 0u) return 0u;
-    return model->n_class_names;
+    return model == NULL || model->kind == 0u ? NULL : model->ops;
 }
 
-const char *ec_class_name(const ec_model *model, int32_t label)
+uint32_t ec_class_count(const ec_model *model)
 {
-    const uint8_t *p;
+    return ec_ops(model) == NULL ? 0u : model->n_class_names;
+}
+
+const EC_ROM char *ec_class_name(const ec_model *model, int32_t label)
+{
+    const EC_ROM uint8_t *p;
     uint32_t k;
-    if (model == NULL || model->kind == 0u || label < 0 ||
-        (uint32_t)label >= model->n_class_names)
+    if (ec_ops(model) == NULL || label < 0 || (uint32_t)label >= model->n_class_names)
         return NULL;
     p = model->image.class_names;
     for (k = 0u; k < (uint32_t)label; k++) {   /* skip `label` NUL-terminated names */
         while (*p != 0u) p++;
         p++;
     }
-    return (const char *)(const void *)p;
+    return (const EC_ROM char *)(const EC_ROM void *)p;
+}
+
+uint32_t ec_input_width(const ec_model *model)
+{
+    const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    return ops == NULL ? 0u : ops->input_width(model);
 }
 
 uint32_t ec_frame_width(const ec_model *model)
 {
-    if (model == NULL) return 0u;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return model->u.nb.total_bits;
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC: return model->u.ecoc.n_features;
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC: return model->u.ssbc.n_features;
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST: return model->u.forest.n_features;
-#endif
-    default: return 0u;
-    }
+    const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    return ops == NULL ? 0u : ops->frame_width(model);
 }
 
 uint32_t ec_decision_len(const ec_model *model)
 {
-    if (model == NULL) return 0u;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return 1u;
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC: return model->u.ecoc.n_columns + model->u.ecoc.n_classes;
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC: return model->u.ssbc.n_bits + (model->u.ssbc.has_table ? 1u : 0u);
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST: return model->u.forest.n_trees + model->u.forest.n_classes;
-#endif
-    default: return 0u;
-    }
+    const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    return ops == NULL ? 0u : ops->decision_len(model);
 }
 
 uint32_t ec_workspace_bytes(const ec_model *model)
 {
-    if (model == NULL) return 0u;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return 0u;
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC: return ec_ecoc_workspace_bytes(&model->u.ecoc);
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC: return ec_ssbc_workspace_bytes(&model->u.ssbc);
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST: return ec_forest_workspace_bytes(&model->u.forest);
-#endif
-    default: return 0u;
-    }
+    const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    return ops == NULL ? 0u : ops->workspace_bytes(model);
 }
 
 ec_status ec_infer(const ec_model *model, const int16_t *frame, int32_t *label,
                    int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
-    if (model == NULL || frame == NULL || label == NULL || decision == NULL) return EC_ERR_ARG;
-    (void)workspace;          /* unused when only NB is compiled in */
-    (void)workspace_bytes;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return ec_nb_infer(&model->u.nb, frame, label, decision);
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC:
-        return ec_ecoc_infer(&model->u.ecoc, frame, label, decision, workspace, workspace_bytes);
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC:
-        return ec_ssbc_infer(&model->u.ssbc, frame, label, decision, workspace, workspace_bytes);
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST: return ec_forest_infer(&model->u.forest, frame, label, decision);
-#endif
-    default: return EC_ERR_ARG;   /* not an opened model */
-    }
+    const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    if (ops == NULL || frame == NULL || label == NULL || decision == NULL) return EC_ERR_ARG;
+    return ops->infer(model, frame, label, decision, workspace, workspace_bytes);
 }

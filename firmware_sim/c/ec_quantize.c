@@ -1,12 +1,15 @@
 /*
  * ec_quantize.c - raw features to the frame a model expects, bit for bit as
- * firmware_sim's device.encode(X) computes it on the host.
+ * firmware_sim's device.encode(X) computes it on the host: the entry points
+ * ec_quantize / ec_quantize_float / ec_quantize_double (dispatched to the
+ * quantize operation of the model's kind, ec_kind.h) and the exact
+ * arithmetic the kinds' quantizers share:
  *
- *   NB:   x_j in {0, 1}, each written 2 r_j + 1 times (transmit);
- *   ECOC, forest: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), -32767,
- *         32767) in IEEE double (firmware_sim.ecoc.quantize_inputs);
+ *   NB:   x_j in {0, 1}, each written 2 r_j + 1 times (transmit; ec_nb.c);
+ *   ECOC: q_f = clip(rint((x_f - in_center_f) * 2^in_shift_f), -32767, 32767)
+ *         in IEEE double (firmware_sim.ecoc.quantize_inputs; ec_ecoc.c);
  *   SSBC: q = rint(clip(float32(x) * float32(2^input_shift), -32767, 32767))
- *         in IEEE float (firmware_sim.ssbc.quantize_input).
+ *         in IEEE float (firmware_sim.ssbc.quantize_input; ec_ssbc.c).
  *
  * No floating-point arithmetic: every input is first turned into an exact
  * value (-1)^neg * mant * 2^exp (an int32 directly; a float or double from its
@@ -23,7 +26,7 @@
  * <stdint.h>/<stddef.h> only (and <float.h> with EC_WITH_FLOAT, to check the
  * formats); no allocation, no recursion, no floating-point arithmetic.
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
 
 #if EC_WITH_FLOAT
 #include <float.h>
@@ -39,21 +42,7 @@ typedef char ec_double_is_ieee[sizeof(double) == 8 || sizeof(double) == 4 ? 1 : 
 
 #define EC_Q_LIMIT 32767u
 
-enum { EC_IN_I32 = 0, EC_IN_F32 = 1, EC_IN_F64 = 2 };
-
-/* (-1)^neg * mant * 2^exp */
-typedef struct {
-    uint64_t mant;
-    int32_t exp;
-    int neg;
-} ec_exact;
-
-/* which helpers the kinds compiled in need (no unused static functions) */
-#define EC_Q_AFFINE (EC_WITH_ECOC || EC_WITH_FOREST)   /* in_center / in_shift kinds */
-#define EC_Q_ROUNDING (EC_Q_AFFINE || EC_WITH_SSBC)
-
-#if EC_Q_ROUNDING
-static uint32_t bit_length64(uint64_t v)
+uint32_t ec_q_bit_length(uint64_t v)
 {
     uint32_t n = 0u;
     while (v != 0u) {
@@ -62,7 +51,6 @@ static uint32_t bit_length64(uint64_t v)
     }
     return n;
 }
-#endif
 
 #if EC_WITH_FLOAT
 /* an IEEE binary32 pattern; 0 if NaN or infinite */
@@ -77,10 +65,7 @@ static int ec_from_binary32(uint32_t u, ec_exact *v)
 }
 #endif
 
-#if EC_WITH_FLOAT || EC_Q_AFFINE
-/* an IEEE binary64 pattern (in_center, a double input); 0 if NaN or
-   infinite */
-static int ec_from_binary64(uint64_t u, ec_exact *v)
+int ec_q_from_binary64(uint64_t u, ec_exact *v)
 {
     uint32_t e = (uint32_t)((u >> 52) & 0x7FFu);
     uint64_t f = u & (((uint64_t)1 << 52) - 1u);
@@ -90,10 +75,8 @@ static int ec_from_binary64(uint64_t u, ec_exact *v)
     v->exp = e == 0u ? -1074 : (int32_t)e - 1075;
     return 1;
 }
-#endif
 
-/* input i of x (of type `type`) as an exact value; 0 if not finite */
-static int ec_input_value(const void *x, int type, uint32_t i, ec_exact *v)
+int ec_q_input(const void *x, int type, uint32_t i, ec_exact *v)
 {
     if (type == EC_IN_I32) {
         int32_t a = ((const int32_t *)x)[i];
@@ -111,7 +94,7 @@ static int ec_input_value(const void *x, int type, uint32_t i, ec_exact *v)
     if (sizeof(double) == 8) {
         union { double d; uint64_t u; } c;
         c.d = ((const double *)x)[i];
-        return ec_from_binary64(c.u, v);
+        return ec_q_from_binary64(c.u, v);
     } else {
         union { double d; uint32_t u; } c;
         c.d = ((const double *)x)[i];
@@ -125,11 +108,9 @@ static int ec_input_value(const void *x, int type, uint32_t i, ec_exact *v)
 #endif
 }
 
-#if EC_WITH_SSBC
-/* round the significand to `bits` significant bits, ties to even */
-static void ec_round_sig(ec_exact *v, uint32_t bits)
+void ec_q_round_sig(ec_exact *v, uint32_t bits)
 {
-    uint32_t len = bit_length64(v->mant), sh;
+    uint32_t len = ec_q_bit_length(v->mant), sh;
     uint64_t q, rem, half;
     if (len <= bits) return;
     sh = len - bits;                              /* 1 .. 63 */
@@ -144,9 +125,7 @@ static void ec_round_sig(ec_exact *v, uint32_t bits)
     v->mant = q;
     v->exp += (int32_t)sh;
 }
-#endif
 
-#if EC_Q_AFFINE
 /* significand in [2^52, 2^53) (mant != 0, mant < 2^53) */
 static void ec_normalize53(ec_exact *v)
 {
@@ -159,7 +138,7 @@ static void ec_normalize53(ec_exact *v)
 /* 128-bit helpers on (hi, lo) */
 static uint32_t bit_length128(uint64_t hi, uint64_t lo)
 {
-    return hi != 0u ? 64u + bit_length64(hi) : bit_length64(lo);
+    return hi != 0u ? 64u + ec_q_bit_length(hi) : ec_q_bit_length(lo);
 }
 
 static uint64_t shr128_lo(uint64_t hi, uint64_t lo, uint32_t s)
@@ -185,9 +164,7 @@ static int below128(uint64_t hi, uint64_t lo, uint32_t k)
     return (hi & (((uint64_t)1 << (k - 64u)) - 1u)) != 0u;
 }
 
-/* a + b rounded to 53 significant bits, ties to even: the IEEE double sum of
-   two values exact in double (significands below 2^53) */
-static ec_exact ec_add53(ec_exact a, ec_exact b)
+ec_exact ec_q_add53(ec_exact a, ec_exact b)
 {
     ec_exact out;
     uint64_t hi, lo;
@@ -242,11 +219,8 @@ static ec_exact ec_add53(ec_exact a, ec_exact b)
     out.exp += (int32_t)sh;
     return out;
 }
-#endif
 
-#if EC_Q_ROUNDING
-/* clip(rint(v), -32767, 32767), rint half to even (mant < 2^63) */
-static int16_t ec_rint_clip(ec_exact v)
+int16_t ec_q_rint_clip(ec_exact v)
 {
     uint64_t w;
     if (v.mant == 0u) return 0;
@@ -264,129 +238,37 @@ static int16_t ec_rint_clip(ec_exact v)
     }
     return v.neg ? (int16_t)(-(int32_t)w) : (int16_t)w;
 }
-#endif
 
-/* ---- per kind -------------------------------------------------------------- */
-#if EC_WITH_NB
-static int ec_is_bit(ec_exact v, uint32_t *bit)
-{
-    if (v.mant == 0u) { *bit = 0u; return 1; }
-    if (v.neg) return 0;
-    while ((v.mant & 1u) == 0u) {
-        v.mant >>= 1;
-        v.exp += 1;
-    }
-    if (v.mant != 1u || v.exp != 0) return 0;
-    *bit = 1u;
-    return 1;
-}
+/* ---- entry points: the quantizer of the model's kind ---------------------- */
+/* the kinds compiled in (ec_kinds.h): operations table -> quantizer */
+#define EC_KIND_ENTRY(ops, quantize) \
+    extern const EC_ROM ec_kind_ops ops; \
+    ec_quantize_fn quantize;
+#include "ec_kinds.h"
+#undef EC_KIND_ENTRY
 
-static ec_status ec_nb_quantize(const ec_nb_model *m, const void *x, int type, int16_t *frame)
-{
-    uint32_t j, k, pos = 0u, bit = 0u;
-    ec_exact v = {0u, 0, 0};
-    for (j = 0; j < m->n_features; j++) {
-        if (!ec_input_value(x, type, j, &v) || !ec_is_bit(v, &bit)) return EC_ERR_INPUT;
-    }
-    for (j = 0; j < m->n_features; j++) {
-        uint32_t copies = 2u * (uint32_t)m->repetitions[j] + 1u;
-        (void)ec_input_value(x, type, j, &v);
-        (void)ec_is_bit(v, &bit);
-        for (k = 0; k < copies; k++) frame[pos + k] = (int16_t)bit;
-        pos += copies;
-    }
-    return EC_OK;
-}
-#endif
+typedef struct {
+    const EC_ROM ec_kind_ops *ops;
+    ec_quantize_fn *quantize;
+} ec_quantizer;
 
-#if EC_Q_AFFINE
-/* the affine quantizer of ECOC and forest images: d features, in_center as
-   float64 bit patterns (finite: the kinds' rules), in_shift */
-static ec_status ec_affine_quantize(const uint64_t *center_bits, const int8_t *shift, uint32_t d,
-                                    const void *x, int type, int16_t *frame)
-{
-    uint32_t f;
-    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
-    for (f = 0; f < d; f++) {
-        if (!ec_input_value(x, type, f, &v)) return EC_ERR_INPUT;
-    }
-    for (f = 0; f < d; f++) {
-        (void)ec_input_value(x, type, f, &v);
-        (void)ec_from_binary64(center_bits[f], &c);             /* finite: checked at open */
-        c.neg = !c.neg;                                         /* x + (-center) */
-        v = ec_add53(v, c);
-        v.exp += shift[f];                                      /* * 2^in_shift */
-        frame[f] = ec_rint_clip(v);
-    }
-    return EC_OK;
-}
-#endif
-
-#if EC_WITH_SSBC
-static ec_status ec_ssbc_quantize(const ec_ssbc_model *m, const void *x, int type,
-                                  int16_t *frame)
-{
-    uint32_t i;
-    ec_exact v = {0u, 0, 0};
-    for (i = 0; i < m->n_features; i++) {
-        if (!ec_input_value(x, type, i, &v)) return EC_ERR_INPUT;
-        ec_round_sig(&v, 24u);                                  /* float32(x) */
-        if (v.mant != 0u && v.exp + (int32_t)bit_length64(v.mant) > 128)
-            return EC_ERR_INPUT;                                /* beyond FLT_MAX: inf */
-    }
-    for (i = 0; i < m->n_features; i++) {
-        (void)ec_input_value(x, type, i, &v);
-        ec_round_sig(&v, 24u);
-        v.exp += m->input_shift;                                /* * 2^input_shift */
-        frame[i] = ec_rint_clip(v);
-    }
-    return EC_OK;
-}
-#endif
-
-/* ---- dispatch ---------------------------------------------------------------- */
-uint32_t ec_input_width(const ec_model *model)
-{
-    if (model == NULL) return 0u;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return model->u.nb.n_features;
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC: return model->u.ecoc.n_features;
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC: return model->u.ssbc.n_features;
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST: return model->u.forest.n_features;
-#endif
-    default: return 0u;
-    }
-}
+#define EC_KIND_ENTRY(ops, quantize) {&ops, quantize},
+static const EC_ROM ec_quantizer ec_quantizers[] = {
+#include "ec_kinds.h"
+    {NULL, NULL}
+};
+#undef EC_KIND_ENTRY
 
 static ec_status ec_quantize_any(const ec_model *model, const void *x, int type, int16_t *frame)
 {
-    if (model == NULL || x == NULL || frame == NULL) return EC_ERR_ARG;
-    switch (model->kind) {
-#if EC_WITH_NB
-    case EC_KIND_PROTECTED_NB: return ec_nb_quantize(&model->u.nb, x, type, frame);
-#endif
-#if EC_WITH_ECOC
-    case EC_KIND_ECOC:
-        return ec_affine_quantize(model->u.ecoc.in_center_bits, model->u.ecoc.in_shift,
-                                  model->u.ecoc.n_features, x, type, frame);
-#endif
-#if EC_WITH_FOREST
-    case EC_KIND_FOREST:
-        return ec_affine_quantize(model->u.forest.in_center_bits, model->u.forest.in_shift,
-                                  model->u.forest.n_features, x, type, frame);
-#endif
-#if EC_WITH_SSBC
-    case EC_KIND_SSBC: return ec_ssbc_quantize(&model->u.ssbc, x, type, frame);
-#endif
-    default: return EC_ERR_ARG;   /* not an opened model */
+    uint32_t i;
+    if (model == NULL || model->kind == 0u || x == NULL || frame == NULL)
+        return EC_ERR_ARG;   /* not an opened model */
+    for (i = 0; ec_quantizers[i].ops != NULL; i++) {
+        if (ec_quantizers[i].ops == model->ops)
+            return ec_quantizers[i].quantize(model, x, type, frame);
     }
+    return EC_ERR_ARG;
 }
 
 ec_status ec_quantize(const ec_model *model, const int32_t *x, int16_t *frame)

@@ -1,7 +1,8 @@
 /*
- * ec_ssbc.c - streaming spectral binary codes (kind 3): open and infer.
+ * ec_ssbc.c - streaming spectral binary codes (kind 3): the operations table
+ * ec_ssbc_ops.
  *
- * ec_ssbc_open checks every rule of firmware_sim/_validation.py check_ssbc
+ * ssbc_open checks every rule of firmware_sim/_validation.py check_ssbc
  * (docs/container_format.md, "Consistency rules of ssbc" 1-10); rule 11
  * (metadata types) is host-side only. Rule 5 (exp_mult is a nearest integer
  * to the IEEE double 2^56 log2(e) / (sigma 4^input_shift)) is evaluated with
@@ -10,19 +11,37 @@
  * rounded to nearest, ties to even, with subnormals and overflow), so the
  * opener needs no floating point either.
  *
- * ec_ssbc_infer is firmware_sim/_kernels/ssbc.py (_ssbc_bits, _q15_exp_neg,
- * _hamming_knn) for one frame, in the same integer operations.
+ * ssbc_infer is firmware_sim/_kernels/ssbc.py (_ssbc_bits, _q15_exp_neg,
+ * _hamming_knn) for one frame, in the same integer operations;
+ * ec_ssbc_quantize is device.encode (firmware_sim.ssbc.quantize_input).
  *
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
+
+/* the fields of an opened model (model->state) */
+typedef struct {
+    const EC_ROM int16_t *anchors;        /* (m, d)                            */
+    const EC_ROM uint16_t *exp_lut;       /* (257,)                            */
+    const EC_ROM int16_t *projection;     /* (m, k)                            */
+    const EC_ROM int64_t *thresholds;     /* (k,)                              */
+    const EC_ROM uint8_t *table_codes;    /* (T, ceil(k/8)), LSB first         */
+    const EC_ROM int32_t *table_labels;   /* (T,)                              */
+    int64_t exp_mult, dist_clamp;
+    uint32_t n_anchors, n_features, n_bits;   /* m, d, k                       */
+    int32_t input_shift, projection_shift;
+    uint32_t table_size;                  /* T                                 */
+    int32_t n_classes, knn_k;
+    int has_table;
+} ec_ssbc_state;
+EC_STATE_FITS(ec_ssbc_state);
 
 #define SSBC_EXP_SHIFT 40
 #define SSBC_T_MAX 17
 #define SSBC_LUT_LEN 257u
 
 /* round(2^15 * 2^(-i/256)), i = 0..256 (firmware_sim._validation.ssbc_exp_lut) */
-static const uint16_t ssbc_lut[SSBC_LUT_LEN] = {
+static const EC_ROM uint16_t ssbc_lut[SSBC_LUT_LEN] = {
     32768, 32679, 32591, 32503, 32415, 32327, 32240, 32153, 32066, 31979, 31893, 31806,
     31720, 31635, 31549, 31464, 31379, 31294, 31209, 31125, 31041, 30957, 30873, 30790,
     30706, 30623, 30541, 30458, 30376, 30293, 30212, 30130, 30048, 29967, 29886, 29805,
@@ -48,7 +67,8 @@ static const uint16_t ssbc_lut[SSBC_LUT_LEN] = {
 };
 
 /* a shape-(1,) scalar */
-static ec_status ssbc_scalar(const ec_image *img, const char *name, uint8_t dtype, ec_array *a)
+static ec_status ssbc_scalar(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                             ec_array *a)
 {
     if (ec_image_require(img, name, dtype, 1u, a) != EC_OK || a->shape[0] != 1u)
         return EC_ERR_SCHEMA;
@@ -147,45 +167,43 @@ static int ssbc_exp_mult_ok(uint64_t sigma_bits, int32_t input_shift, int64_t mu
     }
 }
 
-ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
+static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
 {
+    ec_ssbc_state *m = EC_STATE(ec_ssbc_state, model);
     ec_array a;   /* one at a time: a small stack */
-    const int16_t *pv;
+    const EC_ROM int16_t *pv;
     uint32_t mm, d, k, i;
     uint64_t n, sigma_bits;
     int64_t mult, clamp;
     int32_t input_shift, projection_shift;
-    const int16_t *av;
-    const int64_t *tv;
-    const uint16_t *lv;
-
-    if (img == NULL || m == NULL || img->base == NULL) return EC_ERR_ARG;
-    if (img->kind != EC_KIND_SSBC) return EC_ERR_KIND;
+    const EC_ROM int16_t *av;
+    const EC_ROM int64_t *tv;
+    const EC_ROM uint16_t *lv;
     /* 1. anchors int16 (m, d), m, d >= 1, entries in [-32767, 32767] */
-    if (ec_image_require(img, "anchors", EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
+    if (ec_image_require(img, EC_STR("anchors"), EC_I16, 2u, &a) != EC_OK) return EC_ERR_SCHEMA;
     mm = a.shape[0];
     d = a.shape[1];
     if (mm < 1u || d < 1u) return EC_ERR_SCHEMA;
-    av = (const int16_t *)(const void *)a.data;
+    av = (const EC_ROM int16_t *)(const EC_ROM void *)a.data;
     n = (uint64_t)mm * d;
     for (i = 0; i < n; i++) {
         if (av[i] == -32768) return EC_ERR_RULE;
     }
     /* 2. input_shift in [-30, 30] */
-    if (ssbc_scalar(img, "input_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
-    input_shift = *(const int32_t *)(const void *)a.data;
+    if (ssbc_scalar(img, EC_STR("input_shift"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    input_shift = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
     if (input_shift < -30 || input_shift > 30) return EC_ERR_RULE;
     /* 3. sigma finite and > 0 (bit tests: sign 0, exponent not all ones, not 0) */
-    if (ssbc_scalar(img, "sigma", EC_F64, &a) != EC_OK) return EC_ERR_SCHEMA;
-    sigma_bits = *(const uint64_t *)(const void *)a.data;
+    if (ssbc_scalar(img, EC_STR("sigma"), EC_F64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    sigma_bits = *(const EC_ROM uint64_t *)(const EC_ROM void *)a.data;
     if ((sigma_bits >> 63) != 0u || ((sigma_bits >> 52) & 0x7FFu) == 0x7FFu || sigma_bits == 0u)
         return EC_ERR_RULE;
     /* 4. exp_mult in [1, 2^62 - 1]; dist_clamp >= 0; product in [17 2^56, 2^63) */
-    if (ssbc_scalar(img, "exp_mult", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
-    mult = *(const int64_t *)(const void *)a.data;
+    if (ssbc_scalar(img, EC_STR("exp_mult"), EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    mult = *(const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     if (mult < 1 || mult > (int64_t)(((uint64_t)1 << 62) - 1u)) return EC_ERR_RULE;
-    if (ssbc_scalar(img, "dist_clamp", EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
-    clamp = *(const int64_t *)(const void *)a.data;
+    if (ssbc_scalar(img, EC_STR("dist_clamp"), EC_I64, &a) != EC_OK) return EC_ERR_SCHEMA;
+    clamp = *(const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     if (clamp < 0) return EC_ERR_RULE;
     if (clamp > INT64_MAX / mult) return EC_ERR_RULE;             /* product >= 2^63 */
     if (clamp * mult < ((int64_t)SSBC_T_MAX << (SSBC_EXP_SHIFT + 16))) return EC_ERR_RULE;
@@ -198,24 +216,24 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
         if ((uint64_t)clamp != want) return EC_ERR_RULE;
     }
     /* 7. exp_lut is the table */
-    if (ec_image_require(img, "exp_lut", EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
+    if (ec_image_require(img, EC_STR("exp_lut"), EC_U16, 1u, &a) != EC_OK || a.shape[0] != SSBC_LUT_LEN)
         return EC_ERR_SCHEMA;
-    lv = (const uint16_t *)(const void *)a.data;
+    lv = (const EC_ROM uint16_t *)(const EC_ROM void *)a.data;
     for (i = 0; i < SSBC_LUT_LEN; i++) {
         if (lv[i] != ssbc_lut[i]) return EC_ERR_RULE;
     }
     /* 8. projection int16 (m, k), k >= 1; projection_shift; |thresholds| < 2^62 */
-    if (ec_image_require(img, "projection", EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
+    if (ec_image_require(img, EC_STR("projection"), EC_I16, 2u, &a) != EC_OK || a.shape[0] != mm)
         return EC_ERR_SCHEMA;
     k = a.shape[1];
-    pv = (const int16_t *)(const void *)a.data;
+    pv = (const EC_ROM int16_t *)(const EC_ROM void *)a.data;
     if (k < 1u) return EC_ERR_SCHEMA;
-    if (ssbc_scalar(img, "projection_shift", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
-    projection_shift = *(const int32_t *)(const void *)a.data;
+    if (ssbc_scalar(img, EC_STR("projection_shift"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+    projection_shift = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
     if (projection_shift < -30 || projection_shift > 30) return EC_ERR_RULE;
-    if (ec_image_require(img, "thresholds", EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
+    if (ec_image_require(img, EC_STR("thresholds"), EC_I64, 1u, &a) != EC_OK || a.shape[0] != k)
         return EC_ERR_SCHEMA;
-    tv = (const int64_t *)(const void *)a.data;
+    tv = (const EC_ROM int64_t *)(const EC_ROM void *)a.data;
     for (i = 0; i < k; i++) {
         int64_t lim = (int64_t)(((uint64_t)1 << 62) - 1u);
         if (tv[i] < -lim || tv[i] > lim) return EC_ERR_RULE;
@@ -242,13 +260,13 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
     m->knn_k = 0;
 
     /* 10. the optional labelled table */
-    if (ec_image_has(img, "table_codes")) {
+    if (ec_image_has(img, EC_STR("table_codes"))) {
         uint64_t nb = ((uint64_t)k + 7u) / 8u;
         uint32_t T, t, pad = k % 8u;
         int32_t nc, knn_k;
-        const int32_t *labels;
-        const uint8_t *codes;
-        if (ec_image_require(img, "table_codes", EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
+        const EC_ROM int32_t *labels;
+        const EC_ROM uint8_t *codes;
+        if (ec_image_require(img, EC_STR("table_codes"), EC_U8, 2u, &a) != EC_OK || a.shape[1] != nb)
             return EC_ERR_SCHEMA;
         T = a.shape[0];
         codes = a.data;
@@ -258,17 +276,17 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
                 if ((codes[(uint64_t)t * nb + nb - 1u] >> pad) != 0u) return EC_ERR_RULE;
             }
         }
-        if (ec_image_require(img, "table_labels", EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
+        if (ec_image_require(img, EC_STR("table_labels"), EC_I32, 1u, &a) != EC_OK || a.shape[0] != T)
             return EC_ERR_SCHEMA;
-        labels = (const int32_t *)(const void *)a.data;
-        if (ssbc_scalar(img, "n_classes", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
-        nc = *(const int32_t *)(const void *)a.data;
+        labels = (const EC_ROM int32_t *)(const EC_ROM void *)a.data;
+        if (ssbc_scalar(img, EC_STR("n_classes"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        nc = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
         if (nc < 1 || (int64_t)nc > (int64_t)T) return EC_ERR_RULE;
         for (t = 0; t < T; t++) {
             if (labels[t] < 0 || labels[t] >= nc) return EC_ERR_RULE;
         }
-        if (ssbc_scalar(img, "knn_k", EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
-        knn_k = *(const int32_t *)(const void *)a.data;
+        if (ssbc_scalar(img, EC_STR("knn_k"), EC_I32, &a) != EC_OK) return EC_ERR_SCHEMA;
+        knn_k = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
         if (knn_k < 1 || (int64_t)knn_k > (int64_t)T) return EC_ERR_RULE;
         m->has_table = 1;
         m->table_codes = codes;
@@ -277,10 +295,11 @@ ec_status ec_ssbc_open(const ec_image *img, ec_ssbc_model *m)
         m->n_classes = nc;
         m->knn_k = knn_k;
     } else {
-        if (ec_image_has(img, "table_labels") || ec_image_has(img, "n_classes") ||
-            ec_image_has(img, "knn_k"))
+        if (ec_image_has(img, EC_STR("table_labels")) || ec_image_has(img, EC_STR("n_classes")) ||
+            ec_image_has(img, EC_STR("knn_k")))
             return EC_ERR_SCHEMA;
     }
+    *n_classes = m->has_table ? (uint32_t)m->n_classes : 0u;
     return EC_OK;
 }
 
@@ -293,7 +312,7 @@ static uint64_t ssbc_round8(uint64_t x)
     return (x + 7u) & ~(uint64_t)7u;
 }
 
-static uint64_t ssbc_workspace64(const ec_ssbc_model *m)
+static uint64_t ssbc_workspace64(const ec_ssbc_state *m)
 {
     uint64_t need = 8u * (uint64_t)m->n_bits;
     if (m->has_table) {
@@ -303,11 +322,9 @@ static uint64_t ssbc_workspace64(const ec_ssbc_model *m)
     return need;
 }
 
-uint32_t ec_ssbc_workspace_bytes(const ec_ssbc_model *m)
+static uint32_t ssbc_workspace_bytes(const ec_model *model)
 {
-    uint64_t need;
-    if (m == NULL) return 0u;
-    need = ssbc_workspace64(m);
+    uint64_t need = ssbc_workspace64(EC_CSTATE(ec_ssbc_state, model));
     /* only an image near 4 GiB could need more: such a model cannot run */
     return need > 0xFFFFFFF8u ? 0xFFFFFFF8u : (uint32_t)need;
 }
@@ -321,7 +338,7 @@ static uint32_t ssbc_popcount8(uint32_t x)
 
 /* _q15_exp_neg: Q15 affinity of an int64 squared distance */
 static int64_t ssbc_q15_exp_neg(int64_t dist, int64_t exp_mult, int64_t dist_clamp,
-                                const uint16_t *lut)
+                                const EC_ROM uint16_t *lut)
 {
     int64_t t, sh, f, idx, r, w;
     if (dist > dist_clamp) dist = dist_clamp;
@@ -335,14 +352,14 @@ static int64_t ssbc_q15_exp_neg(int64_t dist, int64_t exp_mult, int64_t dist_cla
     return w >> sh;
 }
 
-ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *label,
-                        int64_t *decision, void *workspace, uint32_t workspace_bytes)
+static ec_status ssbc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
+                           int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
+    const ec_ssbc_state *m = EC_CSTATE(ec_ssbc_state, model);
     uint32_t j, i, b, k, d;
     int64_t *acc;
-    if (m == NULL || frame == NULL || label == NULL || decision == NULL || workspace == NULL)
-        return EC_ERR_ARG;
-    if (((uintptr_t)workspace % 8u) != 0u) return EC_ERR_ALIGN;
+    if (workspace == NULL) return EC_ERR_ARG;
+    if (((uintptr_t)workspace % EC_ALIGN_INT64) != 0u) return EC_ERR_ALIGN;
     if ((uint64_t)workspace_bytes < ssbc_workspace64(m)) return EC_ERR_WORKSPACE;
     k = m->n_bits;
     d = m->n_features;
@@ -352,7 +369,7 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
        accumulators (acc = 0 + w P, also when w == 0), so there is no zeroing
        loop that a compiler could turn into a call to memset. */
     for (j = 0; j < m->n_anchors; j++) {
-        const int16_t *a = m->anchors + (size_t)j * d;
+        const EC_ROM int16_t *a = m->anchors + (uint32_t)j * d;
         int64_t dist = 0, w;
         for (i = 0; i < d; i++) {
             int64_t e = (int64_t)frame[i] - (int64_t)a[i];
@@ -360,10 +377,10 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
         }
         w = ssbc_q15_exp_neg(dist, m->exp_mult, m->dist_clamp, m->exp_lut);
         if (j == 0) {
-            const int16_t *p = m->projection;
+            const EC_ROM int16_t *p = m->projection;
             for (b = 0; b < k; b++) acc[b] = w * (int64_t)p[b];
         } else if (w != 0) {
-            const int16_t *p = m->projection + (size_t)j * k;
+            const EC_ROM int16_t *p = m->projection + (uint32_t)j * k;
             for (b = 0; b < k; b++) acc[b] += w * (int64_t)p[b];   /* |sum| < m 2^30 */
         }
     }
@@ -392,7 +409,7 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
             code[i] = (uint8_t)byte;
         }
         for (t = 0; t < T; t++) {
-            const uint8_t *row = m->table_codes + (size_t)t * nb;
+            const EC_ROM uint8_t *row = m->table_codes + (uint32_t)t * nb;
             uint32_t dd = 0u, pos;
             for (i = 0; i < nb; i++) dd += ssbc_popcount8((uint32_t)(code[i] ^ row[i]));
             /* insert (dd, t) into the sorted best list; later rows lose ties */
@@ -428,3 +445,41 @@ ec_status ec_ssbc_infer(const ec_ssbc_model *m, const int16_t *frame, int32_t *l
     }
     return EC_OK;
 }
+
+ec_quantize_fn ec_ssbc_quantize;
+
+ec_status ec_ssbc_quantize(const ec_model *model, const void *x, int type, int16_t *frame)
+{
+    const ec_ssbc_state *m = EC_CSTATE(ec_ssbc_state, model);
+    uint32_t i;
+    ec_exact v = {0u, 0, 0};
+    for (i = 0; i < m->n_features; i++) {
+        if (!ec_q_input(x, type, i, &v)) return EC_ERR_INPUT;
+        ec_q_round_sig(&v, 24u);                                /* float32(x) */
+        if (v.mant != 0u && v.exp + (int32_t)ec_q_bit_length(v.mant) > 128)
+            return EC_ERR_INPUT;                                /* beyond FLT_MAX: inf */
+    }
+    for (i = 0; i < m->n_features; i++) {
+        (void)ec_q_input(x, type, i, &v);
+        ec_q_round_sig(&v, 24u);
+        v.exp += m->input_shift;                                /* * 2^input_shift */
+        frame[i] = ec_q_rint_clip(v);
+    }
+    return EC_OK;
+}
+
+static uint32_t ssbc_features(const ec_model *model)
+{
+    return EC_CSTATE(ec_ssbc_state, model)->n_features;   /* input and frame alike */
+}
+
+static uint32_t ssbc_decision_len(const ec_model *model)
+{
+    const ec_ssbc_state *m = EC_CSTATE(ec_ssbc_state, model);
+    return m->n_bits + (m->has_table ? 1u : 0u);          /* code bits, nearest distance */
+}
+
+const EC_ROM ec_kind_ops ec_ssbc_ops = {
+    EC_KIND_SSBC, ssbc_open, ssbc_features, ssbc_features, ssbc_decision_len,
+    ssbc_workspace_bytes, ssbc_infer
+};

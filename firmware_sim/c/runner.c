@@ -1,5 +1,6 @@
 /*
- * runner.c - test and demo runner of the edgecode C runtime (host and Cortex-M).
+ * runner.c - test and demo runner of the edgecode C runtime (host, Cortex-M and
+ * RISC-V; AVR has its own, avr/runner.c).
  *
  * Opens the image compiled into the program (model_image.c defines
  * ec_model_image / ec_model_image_size, 16-byte aligned), then reads frames,
@@ -34,6 +35,11 @@
  *   EC_NO_BUILTIN_IMAGE no compiled-in image (--image is then required)
  *   EC_NO_ARGS          main(void) (set automatically on bare-metal ARM, whose
  *                       startup calls main without arguments)
+ *   EC_COUNTER_HEADER   a header defining uint32_t ec_counter(void), a
+ *                       free-running instruction (or cycle) counter; with
+ *   EC_COUNTS_FILE      the runner writes to this file the counter's
+ *                       difference across ec_model_open ("open_instructions N")
+ *                       and across each ec_infer ("infer_instructions N N ...")
  *
  * Unlike the runtime, the runner uses <stdio.h>; it formats and parses
  * 64-bit integers itself (newlib-nano's printf has no %lld).
@@ -44,6 +50,9 @@
 #include <stdint.h>
 
 #include "edgecode_rt.h"
+#ifdef EC_COUNTER_HEADER
+#include EC_COUNTER_HEADER
+#endif
 
 #if !defined(EC_NO_ARGS) && defined(__arm__) && !defined(__linux__)
 #define EC_NO_ARGS
@@ -88,8 +97,16 @@
 #endif
 
 #ifndef EC_NO_BUILTIN_IMAGE
-extern const uint8_t ec_model_image[];
-extern const uint32_t ec_model_image_size;
+#include "model_image.h"
+#endif
+
+/* instruction counts around the calls (EC_COUNTER_HEADER and EC_COUNTS_FILE) */
+#if defined(EC_COUNTER_HEADER) && defined(EC_COUNTS_FILE)
+#define EC_COUNTING 1
+#define EC_COUNT_NOW(v) ((v) = ec_counter())
+#else
+#define EC_COUNTING 0
+#define EC_COUNT_NOW(v) ((void)(v))
 #endif
 
 static uint64_t workspace[EC_MAX2((EC_WORKSPACE_MAX + 7) / 8, 1)];
@@ -199,11 +216,16 @@ static const uint8_t *load_file(const char *path, size_t *size)
 static int run(const uint8_t *image, size_t size, int check_only)
 {
     ec_status s;
-    uint32_t width, dlen, ws, count, i;
+    uint32_t width, dlen, ws, count, i, c0 = 0u, c1 = 0u;
     int any_bad = 0;
     FILE *in;
+#if EC_COUNTING
+    FILE *counts;
+#endif
 
-    s = ec_model_open(image, size, &model);
+    EC_COUNT_NOW(c0);
+    s = ec_model_open(image, (uint32_t)size, &model);
+    EC_COUNT_NOW(c1);
     /* a file must end at total_size (read_container refuses trailing bytes);
        ec_image_open itself accepts a larger buffer (an image in a flash region) */
     if (s == EC_OK && (size_t)model.image.size != size) s = EC_ERR_HEADER;
@@ -237,11 +259,29 @@ static int run(const uint8_t *image, size_t size, int check_only)
 #else
     in = stdin;
 #endif
+#if EC_COUNTING
+    counts = fopen(EC_COUNTS_FILE, "w");
+    if (counts == NULL) {
+        fprintf(stderr, "runner: cannot write %s\n", EC_COUNTS_FILE);
+        put_error(EC_ERR_ARG);
+        return 2;
+    }
+    fputs("open_instructions ", counts);
+    put_int(counts, (int64_t)(uint32_t)(c1 - c0));
+    fputs("\ninfer_instructions", counts);
+#endif
     while (read_line(in, width, &count, &s)) {
         int32_t label = 0;
-        if (s == EC_OK)
+        if (s == EC_OK) {
+            EC_COUNT_NOW(c0);
             s = ec_infer(&model, frame, &label, decision, workspace,
                          (uint32_t)sizeof workspace);
+            EC_COUNT_NOW(c1);
+#if EC_COUNTING
+            fputc(' ', counts);
+            put_int(counts, (int64_t)(uint32_t)(c1 - c0));
+#endif
+        }
         if (s != EC_OK) {
             put_error(s);
             any_bad = 1;
@@ -255,8 +295,14 @@ static int run(const uint8_t *image, size_t size, int check_only)
         fputc('\n', stdout);
     }
     (void)count;
+    (void)c0;
+    (void)c1;
 #ifdef EC_FRAMES_FILE
     fclose(in);
+#endif
+#if EC_COUNTING
+    fputc('\n', counts);
+    fclose(counts);
 #endif
     fflush(stdout);
     return any_bad ? 1 : 0;

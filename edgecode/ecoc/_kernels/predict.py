@@ -13,7 +13,7 @@ job:
   :mod:`edgecode._kernels`, the one host-side copy).
 
 The device runtime has its own copies of these kernels
-(``firmware_sim/_kernels/ecoc.py``, ``bits.py``: fixed-point inputs, no
+(``firmware_sim/kinds/_kernels/ecoc.py``, ``bits.py``: fixed-point inputs, no
 edgecode import); ``tests/test_kernel_copies.py`` pins each pair together.
 """
 

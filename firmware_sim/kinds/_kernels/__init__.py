@@ -1,1 +1,4 @@
-"""Numba kernels of the model kinds of :mod:`firmware_sim.kinds`, one module per kind."""
+"""Numba kernels of the model kinds, one module per kind (njit only).
+
+Shared bit kernels: :mod:`firmware_sim._kernels.bits`.
+"""

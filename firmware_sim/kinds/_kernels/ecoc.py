@@ -1,75 +1,125 @@
-"""Numba kernels of the campaign fast paths (``firmware_sim.campaign``).
+"""Numba kernels of the ECOC device runtime (integer arithmetic only).
 
-Each turns a batch of error masks (``masks[i, w]`` bit b: wire position
-``64 w + b`` of row i arrives in error; see ``_kernels.faults._cut_rows``)
-into the device's labels without rebuilding the noisy rows, and counts them.
-Row ``i`` of a batch is trial ``(row0 + i) % n_trials`` of point
-``(row0 + i) // n_trials``. Every kernel adds to ``same[p]`` (label equals the
-clean label ``clean_label[p]``) and, when ``y`` has one entry per point, to
-``correct[p]`` (label equals ``y[p]``). Tests check each against decoding the
-noisy rows with the device (same masks, trial for trial).
+The wrappers in :mod:`firmware_sim.kinds.ecoc` validate the container and the
+inputs, allocate the outputs and draw any random numbers; these kernels only
+compute.  Inputs are the fixed-point features ``q`` (int16).
+
+The host model has its own copies of the tree walk, the symbol choice from
+linear scores and the Hamming-nearest decoders
+(``edgecode/ecoc/_kernels/predict.py``: float inputs; the packages may not
+import each other); ``tests/test_kernel_copies.py`` pins each pair together.
+Popcount and bit packing: :mod:`firmware_sim._kernels.bits`, the one
+device-side copy.
+
+The campaign fast paths (``_ecoc_binary_outcomes``, ``_ecoc_symbol_outcomes``)
+turn a batch of error masks (``masks[i, w]`` bit b: position ``64 w + b`` of
+row i is in error) into the device's labels without rebuilding the noisy
+rows, and count them. Row ``i`` of a batch is trial ``(row0 + i) % n_trials``
+of point ``(row0 + i) // n_trials``; each adds to ``same[p]`` (label equals
+the clean label) and, when ``y`` has one entry per point, to ``correct[p]``.
+Tests check each against decoding the noisy rows with the device.
 """
 
 import numpy as np
 from numba import njit
 
-from .bits import _lowest_bit, _popcount64
-from .faults import _uniform_below
+from ..._kernels.bits import _lowest_bit, _popcount64
+from ..._kernels.bits import _pack_bits as _pack  # noqa: F401  (packed outputs: the shared layout)
+from ..._kernels.faults import _uniform_below
 
 _ONE = np.uint64(1)
 
 
 @njit(cache=True, nogil=True)
-def _nb_outcomes(masks, row0, n_trials, pair_word, pair_mask, feat_start, reps, swing,
-                 clean_acc, clean_label, y, same, correct):
-    """Protected naive Bayes (repetition + majority, integer log-odds).
+def _linear_scores(q, weights, bias, out):
+    """``out[i, o] = bias[o] + sum_f q[i, f] * weights[f, o]`` in int64."""
+    n, d = q.shape
+    k = weights.shape[1]
+    for i in range(n):
+        for o in range(k):
+            out[i, o] = bias[o]
+        for f in range(d):
+            v = np.int64(q[i, f])
+            if v != 0:
+                for o in range(k):
+                    out[i, o] += v * np.int64(weights[f, o])
 
-    All ``2 r_j + 1`` copies of feature j carry the same bit, so its majority
-    flips exactly when more than ``r_j`` of them arrive in error; the errors
-    of feature j are ``popcount(mask[pair_word[k]] & pair_mask[k])`` summed
-    over its pairs ``k in [feat_start[j], feat_start[j + 1])`` (one pair per
-    wire word holding a copy). A flipped feature moves the accumulator by
-    ``swing[p, j] = (1 - 2 x_pj) w_j``; the label is ``acc > 0``. Cost
-    O(rows x pairs) without data-dependent branches but one per feature
-    (rarely taken); one-word frames (at most 64 wire bits) take a shorter loop.
-    """
-    has_y = y.shape[0] == same.shape[0]
-    n = reps.shape[0]
-    one_word = masks.shape[1] == 1 and pair_word.shape[0] == n
-    p = row0 // n_trials
-    left = n_trials - row0 % n_trials
-    s_same = 0
-    s_corr = 0
-    for i in range(masks.shape[0]):
-        if left == 0:
-            same[p] += s_same
-            if has_y:
-                correct[p] += s_corr
-            s_same = 0
-            s_corr = 0
-            p += 1
-            left = n_trials
-        left -= 1
-        acc = clean_acc[p]
-        if one_word:                     # every feature's copies in word 0
-            m = masks[i, 0]
-            for j in range(n):
-                if np.int64(_popcount64(m & pair_mask[j])) > reps[j]:
-                    acc += swing[p, j]
-        else:
-            for j in range(n):
-                cnt = np.uint64(0)
-                for k in range(feat_start[j], feat_start[j + 1]):
-                    cnt += _popcount64(masks[i, pair_word[k]] & pair_mask[k])
-                if np.int64(cnt) > reps[j]:
-                    acc += swing[p, j]
-        label = 1 if acc > 0 else 0
-        s_same += 1 if label == clean_label[p] else 0
-        if has_y:
-            s_corr += 1 if label == y[p] else 0
-    same[p] += s_same
-    if has_y:
-        correct[p] += s_corr
+
+@njit(cache=True, nogil=True)
+def _scores_to_symbols(scores, out_off, n_out, cls_off, n_cls, classes, sym):
+    """One symbol per column: constant, sign (> 0 -> second class) or first argmax."""
+    n, m = sym.shape
+    for i in range(n):
+        for j in range(m):
+            k = n_out[j]
+            c0 = cls_off[j]
+            if k == 0:
+                sym[i, j] = classes[c0]
+            elif k == 1:
+                sym[i, j] = classes[c0 + 1] if scores[i, out_off[j]] > 0 else classes[c0]
+            else:
+                o = out_off[j]
+                best = 0
+                top = scores[i, o]
+                for t in range(1, k):
+                    if scores[i, o + t] > top:
+                        top = scores[i, o + t]
+                        best = t
+                sym[i, j] = classes[c0 + best]
+
+
+@njit(cache=True, nogil=True)
+def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
+    """Walk one flattened tree per column on fixed-point inputs (left iff q <= threshold)."""
+    n, m = sym.shape
+    for i in range(n):
+        for j in range(m):
+            node = root[j]
+            while feature[node] >= 0:
+                if q[i, feature[node]] <= threshold[node]:
+                    node = left[node]
+                else:
+                    node = right[node]
+            sym[i, j] = leaf[node]
+
+
+@njit(cache=True, nogil=True)
+def _decode_packed(words, code, used, unused, labels):
+    """Hamming-nearest binary codeword: ``2 popcount((w ^ c) & used) + unused``, first min."""
+    n, w = words.shape
+    c = code.shape[0]
+    for i in range(n):
+        best = 0
+        bestd = -1
+        for r in range(c):
+            d = 0
+            for k in range(w):
+                d += np.int64(_popcount64((words[i, k] ^ code[r, k]) & used[r, k]))
+            d = 2 * d + unused[r]
+            if bestd < 0 or d < bestd:
+                bestd = d
+                best = r
+        labels[i] = best
+
+
+@njit(cache=True, nogil=True)
+def _decode_symbols(sym, code, unused, labels):
+    """Hamming-nearest N-ary codeword: ``2 #(used and unequal) + unused``, first min."""
+    n, m = sym.shape
+    c = code.shape[0]
+    for i in range(n):
+        best = 0
+        bestd = -1
+        for r in range(c):
+            d = 0
+            for j in range(m):
+                if code[r, j] >= 0 and code[r, j] != sym[i, j]:
+                    d += 1
+            d = 2 * d + unused[r]
+            if bestd < 0 or d < bestd:
+                bestd = d
+                best = r
+        labels[i] = best
 
 
 @njit(cache=True, nogil=True)
@@ -80,7 +130,7 @@ def _ecoc_binary_outcomes(masks, row0, n_trials, clean_words, code, used, unused
     (``2 popcount((w ^ c) & used) + unused``, first minimum). A row with at
     most ``radius[p]`` errors keeps the clean label without decoding (each
     error moves every doubled distance by at most 2; see
-    ``firmware_sim.campaign._flip_radius``)."""
+    ``firmware_sim.kinds.ecoc.flip_radius``)."""
     has_y = y.shape[0] == same.shape[0]
     nw = masks.shape[1]
     c = code.shape[0]

@@ -1,0 +1,793 @@
+"""ECOC ensemble on the device: integer learners, noisy outputs, Hamming-nearest decoding.
+
+Fixed point
+-----------
+*Inputs.* Feature f is sent as the int16 ``q_f = clip(rint((x_f - center_f) *
+2**shift_f), -32767, 32767)`` (:func:`quantize_inputs`); the container holds
+``in_center`` (float64) and ``in_shift`` (int8) so the host side can produce
+``q``. A power-of-two scale keeps dyadic values (integers, halves, ...) exact.
+
+*Linear learners.* ``score_o = lin_bias[o] + sum_f q_f lin_weights[f, o]``
+with int16 inputs, int32 weights and an int64 accumulator (as a Q15 dot
+product with a 64-bit accumulator, e.g. CMSIS-DSP ``arm_dot_prod_q15``).
+A two-class learner owns one score: its second symbol iff score > 0; a
+learner with k >= 3 classes owns k scores: the first largest wins.
+
+*Trees.* Node arrays ``tree_feature`` (-1 at a leaf), ``tree_threshold``
+(int32, same fixed point as the inputs: go left iff ``q_f <= threshold``),
+``tree_left``/``tree_right`` (global node indices), ``tree_leaf`` (the
+symbol at a leaf); column j starts at ``tree_root[j]``.
+
+Decoding
+--------
+Column j outputs a symbol in ``0 .. N-1``. For a binary code (N = 2) the n
+output bits are packed into uint64 words (column j = bit j % 64 of word
+j // 64) and the doubled distance to class r is ``2 popcount((w ^ code_bits_r)
+& code_used_r) + unused_count_r``; for N > 2 the symbols are compared
+directly (``2 #{j used and unequal} + unused_count_r``). An unused (-1)
+entry counts 1/2. The smallest distance wins, **ties to the lowest class
+index**.
+
+Noisy compute
+-------------
+:meth:`ECOCDevice.simulate` corrupts each learner output independently with
+probability eps: a binary output bit is flipped (binary symmetric channel),
+an N-ary symbol is replaced by one of the other N - 1 symbols chosen
+uniformly.
+"""
+
+
+from types import MappingProxyType
+
+import numpy as np
+
+from .. import accounting
+from .._validation import INT64_MAX, Q_ABS_MAX, check_equal, check_finite, check_index, \
+    check_meta, check_range, check_scalar, exclusive_cumsum, fail
+from ..artifact import Container, read_container
+from ..channel import bsc, check_random_state
+from ..device import Device, Inference, register_kind
+from ..errors import ContainerError, DeviceError
+from ..faults import draw_seed
+from ._kernels.ecoc import (
+    _decode_packed,
+    _decode_symbols,
+    _ecoc_binary_outcomes,
+    _ecoc_symbol_outcomes,
+    _linear_scores,
+    _pack,
+    _scores_to_symbols,
+    _tree_symbols,
+)
+
+__all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays", "doubled_distances", "flip_radius",
+           "RADIUS_UNBOUNDED", "quantize_inputs", "LEARNER_KINDS", "Q_MAX"]
+
+KIND = "ecoc"
+#: learner kind code stored in ``learner_kind``
+LEARNER_KINDS = {"linear": 1, "tree": 2}
+#: fixed-point inputs lie in [-Q_MAX, Q_MAX]
+Q_MAX = 32767
+
+
+def quantize_inputs(X, center, shift):
+    """Fixed-point inputs ``clip(rint((X - center) * 2**shift), -32767, 32767)`` as int16.
+
+    Examples
+    --------
+    >>> quantize_inputs([[0.0, 16.0], [3.0, 8.5]], [8.0, 8.0], [11, 11]).tolist()
+    [[-16384, 16384], [-10240, 1024]]
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise DeviceError(f"X must be 2-dimensional (n_samples, n_features); got shape {X.shape}")
+    center = np.asarray(center, dtype=np.float64)
+    shift = np.asarray(shift, dtype=np.int64)
+    if X.shape[1] != center.shape[0]:
+        raise DeviceError(f"X has {X.shape[1]} features; the quantizer expects {center.shape[0]}")
+    if not np.isfinite(X).all():
+        raise DeviceError("X must be finite (no NaN or inf)")
+    q = np.rint((X - center) * np.exp2(shift.astype(np.float64)))
+    return np.clip(q, -Q_MAX, Q_MAX).astype(np.int16)
+
+
+def _int_array(a, name, dtype, ndim):
+    arr = np.asarray(a)
+    if arr.ndim != ndim:
+        raise ContainerError(f"ecoc arrays: {name} must be {ndim}-dimensional; got shape "
+                             f"{arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ContainerError(f"ecoc arrays: {name} must hold integers; got dtype {arr.dtype}")
+    info = np.iinfo(dtype)
+    if arr.size and (arr.min() < info.min or arr.max() > info.max):
+        raise ContainerError(f"ecoc arrays: {name} must fit {np.dtype(dtype).name}; got range "
+                             f"[{arr.min()}, {arr.max()}]")
+    return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def _pack_rows(bits):
+    n, m = bits.shape
+    out = np.zeros((n, (m + 63) // 64), np.uint64)
+    _pack((np.asarray(bits).astype(np.int16) != 0).view(np.uint8), out)   # uint8: one kernel
+    return out
+
+
+def make_ecoc_arrays(code, col_classes, col_n_classes, in_center, in_shift, *, linear=None,
+                     tree=None):
+    """The named arrays of an ``ecoc`` container (validated), shared by exporter and device.
+
+    Parameters
+    ----------
+    code : int array (c, m)
+        Symbols ``0 .. N-1``, -1 = unused.
+    col_classes : int array (total,)
+        Learner symbols of every column, concatenated (sorted within a column).
+    col_n_classes : int array (m,)
+        How many symbols each column's learner has (1 = constant learner).
+    in_center : float array (d,), in_shift : int array (d,)
+        Input quantization (see :func:`quantize_inputs`).
+    linear : dict, optional
+        ``weights`` int32 (d, k), ``bias`` int64 (k,), ``n_out`` (m,) scores
+        per column (0 constant, 1 two-class, else = its class count).
+    tree : dict, optional
+        ``feature``, ``threshold``, ``left``, ``right``, ``leaf`` (nodes,) and
+        ``root`` (m,).
+
+    Returns
+    -------
+    dict of str to ndarray
+    """
+    if (linear is None) == (tree is None):
+        raise ContainerError("ecoc arrays: give exactly one of linear= or tree=")
+    code = _int_array(code, "code", np.int16, 2)
+    c, m = code.shape
+    if c < 2 or m < 1:
+        raise ContainerError(f"ecoc arrays: code must have >= 2 rows and >= 1 column; got "
+                             f"shape {code.shape}")
+    if code.min() < -1:
+        raise ContainerError("ecoc arrays: code entries must be -1 or symbols >= 0")
+    n_sym = max(2, int(code.max()) + 1)
+    n_cls = _int_array(col_n_classes, "col_n_classes", np.int32, 1)
+    classes = _int_array(col_classes, "col_classes", np.int16, 1)
+    if n_cls.shape != (m,) or n_cls.min() < 1 or int(n_cls.sum()) != classes.shape[0]:
+        raise ContainerError("ecoc arrays: col_n_classes must have one entry >= 1 per column "
+                             "summing to len(col_classes)")
+    if classes.min() < 0 or classes.max() >= n_sym:
+        raise ContainerError(f"ecoc arrays: col_classes must be symbols in 0..{n_sym - 1}")
+    center = np.ascontiguousarray(in_center, dtype=np.float64)
+    shift = _int_array(in_shift, "in_shift", np.int8, 1)
+    d = center.shape[0]
+    if center.ndim != 1 or shift.shape != (d,) or not np.isfinite(center).all():
+        raise ContainerError("ecoc arrays: in_center (finite) and in_shift must have shape "
+                             "(n_features,)")
+    cls_off = np.concatenate([[0], np.cumsum(n_cls)[:-1]]).astype(np.int32)
+    arrays = {
+        "code": code,
+        "unused_count": (code < 0).sum(axis=1).astype(np.int32),
+        "n_symbols": np.array([n_sym], np.int32),
+        "col_cls_offset": cls_off,
+        "col_n_cls": n_cls,
+        "col_classes": classes,
+        "in_center": center,
+        "in_shift": shift,
+    }
+    if n_sym == 2:
+        arrays["code_bits"] = _pack_rows(code == 1)
+        arrays["code_used"] = _pack_rows(code >= 0)
+    if linear is not None:
+        w = _int_array(linear["weights"], "lin_weights", np.int32, 2)
+        b = _int_array(linear["bias"], "lin_bias", np.int64, 1)
+        n_out = _int_array(linear["n_out"], "col_n_out", np.int32, 1)
+        if w.shape[0] != d or b.shape != (w.shape[1],) or n_out.shape != (m,) \
+                or int(n_out.sum()) != w.shape[1]:
+            raise ContainerError("ecoc arrays: lin_weights (d, k), lin_bias (k,) and "
+                                 "col_n_out (m,) summing to k are required")
+        arrays["learner_kind"] = np.array([LEARNER_KINDS["linear"]], np.uint8)
+        arrays["lin_weights"] = w
+        arrays["lin_bias"] = b
+        arrays["col_out_offset"] = np.concatenate([[0], np.cumsum(n_out)[:-1]]).astype(np.int32)
+        arrays["col_n_out"] = n_out
+    else:
+        arrays["learner_kind"] = np.array([LEARNER_KINDS["tree"]], np.uint8)
+        for key, dt in (("feature", np.int32), ("threshold", np.int32), ("left", np.int32),
+                        ("right", np.int32), ("leaf", np.int16)):
+            arrays["tree_" + key] = _int_array(tree[key], "tree_" + key, dt, 1)
+        arrays["tree_root"] = _int_array(tree["root"], "tree_root", np.int32, 1)
+    return arrays
+
+
+class ECOCDevice(Device):
+    """An ECOC ensemble as a microcontroller runs it (read from a container).
+
+    Use :func:`load_ecoc`. Inputs of :meth:`predict` are the int16 fixed-point
+    features (:meth:`quantize` makes them from floats). Labels are class
+    indices ``0 .. c-1`` (``meta["classes"]`` names them).
+    """
+
+    # -- the kind's spec (firmware_sim.contract.BaseDevice) -------------------
+    kind = KIND
+    kind_code = 2
+    frame_dtype = np.dtype(np.int16)
+    default_site = "intermediate"
+    c_sources = ("ec_ecoc.c",)
+    c_switch = "EC_WITH_ECOC"
+    #: The C runtime built at -O2 with this kind only (benchmarks/README.md,
+    #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``.
+    runtime_bytes = MappingProxyType({"cortex-m0": (8163, 552), "cortex-m4": (6771, 496)})
+
+    @classmethod
+    def check_container(cls, container):
+        """Rules of kind ``ecoc`` (``docs/container_format.md``); returns the
+        validated arrays by name plus ``n_symbols``, ``learner_kind``
+        (``"linear"`` or ``"tree"``) and the shapes ``c, m, d``."""
+        super().check_container(container)
+        return _check_rules(container)
+
+    def __init__(self, container):
+        if not isinstance(container, Container):
+            raise TypeError(f"container must be a Container; got {type(container).__name__}")
+        if container.kind != KIND:
+            raise ContainerError(f"expected a container of kind {KIND!r}; got {container.kind!r}")
+        v = self.check_container(container)  # every rule of docs/container_format.md
+        self.container = container
+        self.code = v["code"]
+        self.unused = v["unused_count"].astype(np.int64)
+        self.n_symbols = v["n_symbols"]
+        self._cls_off = v["col_cls_offset"].astype(np.int64)
+        self._n_cls = v["col_n_cls"].astype(np.int64)
+        self._classes = v["col_classes"]
+        self.in_center = v["in_center"]
+        self.n_features = v["d"]
+        self.in_shift = v["in_shift"]
+        self.learner_kind = v["learner_kind"]
+        if self.n_symbols == 2:
+            self._code_bits, self._code_used = v["code_bits"], v["code_used"]
+        if self.learner_kind == "linear":
+            self._w, self._b = v["lin_weights"], v["lin_bias"]
+            self._out_off = v["col_out_offset"].astype(np.int64)
+            self._n_out = v["col_n_out"].astype(np.int64)
+        else:
+            self._tf, self._tt = v["tree_feature"], v["tree_threshold"]
+            self._tl, self._tr = v["tree_left"], v["tree_right"]
+            self._leaf, self._root = v["tree_leaf"], v["tree_root"]
+        self.meta = container.meta
+
+    @property
+    def n_classes(self):
+        return self.code.shape[0]
+
+    @property
+    def n_columns(self):
+        return self.code.shape[1]
+
+    def __repr__(self):
+        return (f"ECOCDevice({self.learner_kind}, classes={self.n_classes}, "
+                f"columns={self.n_columns}, N={self.n_symbols}, features={self.n_features})")
+
+    # ------------------------------------------------------------ inputs
+    def quantize(self, X):
+        """Float features -> int16 fixed point with the container's quantizer."""
+        return quantize_inputs(X, self.in_center, self.in_shift)
+
+    def _check_q(self, q):
+        arr = np.asarray(q)
+        if arr.ndim != 2 or arr.shape[1] != self.n_features:
+            raise DeviceError(f"q must have shape (n_samples, {self.n_features}); got {arr.shape}")
+        if arr.dtype != np.int16:
+            raise TypeError(f"q must be int16 fixed-point features (see quantize); got dtype "
+                            f"{arr.dtype}")
+        return np.ascontiguousarray(arr)
+
+    # --------------------------------------------------------- inference
+    def learner_outputs(self, q):
+        """Symbols of every learner on fixed-point inputs ``q``, shape (n, m), int16."""
+        q = self._check_q(q)
+        n, m = q.shape[0], self.n_columns
+        sym = np.empty((n, m), np.int16)
+        if self.learner_kind == "linear":
+            scores = np.empty((n, self._w.shape[1]), np.int64)
+            _linear_scores(q, self._w, self._b, scores)
+            _scores_to_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
+                               self._classes, sym)
+        else:
+            _tree_symbols(q, self._tf, self._tt, self._tl, self._tr, self._leaf, self._root,
+                          sym)
+        return sym
+
+    def decode(self, symbols):
+        """Hamming-nearest class index of learner outputs (ties: lowest index)."""
+        sym = np.asarray(symbols)
+        if sym.ndim != 2 or sym.shape[1] != self.n_columns:
+            raise DeviceError(f"symbols must have shape (n_samples, {self.n_columns}); got "
+                              f"{sym.shape}")
+        sym = np.ascontiguousarray(sym, dtype=np.int16)
+        labels = np.empty(sym.shape[0], np.int64)
+        if self.n_symbols == 2:
+            words = np.empty((sym.shape[0], self._code_bits.shape[1]), np.uint64)
+            _pack((sym != 0).view(np.uint8), words)     # the one (uint8) specialisation
+            _decode_packed(words, self._code_bits, self._code_used, self.unused, labels)
+        else:
+            _decode_symbols(sym, self.code, self.unused, labels)
+        return labels
+
+    def predict(self, q):
+        """Class indices of fixed-point inputs ``q`` (int16, shape (n, n_features))."""
+        return self.decode(self.learner_outputs(q))
+
+    def corrupt(self, symbols, eps, random_state=None):
+        """Noisy compute: each output flipped (binary) or replaced by a uniformly random
+        other symbol (N-ary) with probability ``eps``."""
+        if isinstance(eps, bool) or not (0.0 <= float(eps) <= 1.0):
+            raise DeviceError(f"eps must be in [0, 1]; got {eps!r}")
+        rng = check_random_state(random_state)
+        sym = np.asarray(symbols, dtype=np.int16)
+        if self.n_symbols == 2:
+            return bsc(sym, float(eps), random_state=rng).astype(np.int16)
+        hit = rng.random(sym.shape) < float(eps)
+        shift = rng.integers(1, self.n_symbols, size=sym.shape)
+        out = sym.copy()
+        out[hit] = ((sym[hit].astype(np.int64) + shift[hit]) % self.n_symbols).astype(np.int16)
+        return out
+
+    # ------------------------------------------ the device contract
+    @property
+    def stage_symbols(self):
+        """Alphabet of the learner outputs (``n_symbols``)."""
+        return self.n_symbols
+
+    @property
+    def frame_width(self):
+        """int16 features per frame."""
+        return self.n_features
+
+    def encode(self, X):
+        """Host side: float features -> int16 fixed-point frames (:meth:`quantize`)."""
+        return self.quantize(X)
+
+    def infer(self, frames):
+        """Device side: run the learners on int16 frames and decode Hamming-nearest.
+
+        Returns an :class:`~firmware_sim.device.Inference`: the class indices,
+        ``decision["symbols"]`` (learner outputs, int16 (t, m)) and
+        ``decision["distances"]`` (doubled Hamming distances to every
+        codeword, int64 (t, c): ``2 #(used and unequal) + #unused``; the
+        label is the first minimum).
+        """
+        sym = self.stage(frames)
+        return Inference(self.decode(sym), {"symbols": sym,
+                                            "distances": doubled_distances(self.code, sym)})
+
+    def labels(self, frames):
+        return self.decode(self.stage(frames))
+
+    def stage(self, frames):
+        """Intermediate results: the learner outputs of int16 frames (t, m) int16."""
+        return self.learner_outputs(self.check_frames(frames))
+
+    def finish(self, intermediate):
+        """Labels of learner outputs (:meth:`decode`)."""
+        return self.decode(intermediate)
+
+    def decision_layout(self):
+        """The learner outputs (one per column), then the doubled distances (one per
+        class)."""
+        return (("symbols", self.n_columns), ("distances", self.n_classes))
+
+    def workspace_bytes(self):
+        """The runtime's symbols and distances (8 bytes each) plus fixed scalars."""
+        return 8 * (self.n_columns + self.n_classes) + 64
+
+    # ------------------------------------------ the campaign fast paths
+    def bit_fault_runner(self, site, fault, stream, clean, y, n_trials):
+        """Additive faults on the learner outputs: binary codes XOR each batch's
+        error masks into the packed clean outputs and decode Hamming-nearest
+        (``_ecoc_binary_outcomes``); N-ary codes replace a symbol per event and
+        update the clean doubled distances (``_ecoc_symbol_outcomes``). Same
+        draws and counts as the plain path, trial for trial."""
+        if site != "intermediate" or not fault.additive:
+            return None
+        if self.n_symbols == 2:
+            return self._binary_runner(fault, stream, clean, y, n_trials)
+        return self._symbol_runner(fault, stream, clean, y, n_trials)
+
+    def _binary_runner(self, fault, tx, clean, y, n_trials):
+        t, width = tx.shape
+        clean_words = np.empty((t, self._code_bits.shape[1]), np.uint64)
+        _pack((tx != 0).view(np.uint8), clean_words)
+        radius = flip_radius(doubled_distances(self.code, tx), clean)
+        y_arr = np.empty(0, np.int64) if y is None else y
+        code_bits, code_used, unused = self._code_bits, self._code_used, self.unused
+
+        def run(start, nrows, rng, same, correct):
+            masks = fault.error_masks(nrows, width, rng)
+            _ecoc_binary_outcomes(masks, start, n_trials, clean_words, code_bits, code_used,
+                                  unused, radius, clean, y_arr, same, correct)
+        return run
+
+    def _symbol_runner(self, fault, tx, clean, y, n_trials):
+        """Each event of the fault's masks replaces a symbol by a uniformly random
+        other one; only the rows with events are re-decoded, by updating the
+        clean doubled distances per event."""
+        n_sym = self.n_symbols
+        t, width = tx.shape
+        code = np.asarray(self.code, dtype=np.int64)
+        used = code >= 0
+        clean_dist = doubled_distances(code, tx)
+        radius = flip_radius(clean_dist, clean)
+        # step[j, a, b, r]: change of the doubled distance to row r when symbol a of
+        # column j is received as b
+        s = np.arange(n_sym)
+        neq = (s[None, :, None] != code.T[:, None, :]) & used.T[:, None, :]     # (L, N, c)
+        step = np.ascontiguousarray(2 * (neq[:, None, :, :].astype(np.int32)
+                                         - neq[:, :, None, :]))                # (L, a, b, c)
+        y_arr = np.empty(0, np.int64) if y is None else y
+        clean_dist = clean_dist.astype(np.int32)
+
+        def run(start, nrows, rng, same, correct):
+            masks = fault.error_masks(nrows, width, rng)
+            dist = np.empty(code.shape[0], np.int32)          # scratch: one per batch (threads)
+            _ecoc_symbol_outcomes(masks, start, n_trials, tx, step, clean_dist, n_sym,
+                                  draw_seed(rng), radius, clean, y_arr, same, correct, dist)
+        return run
+
+    # -------------------------------------------------------- resources
+    def resources(self, X=None, y=None):
+        """Flash, RAM and operations of one inference.
+
+        Returns
+        -------
+        dict
+            ``flash_bytes`` (the container), ``parameter_bytes`` (arrays the
+            inference reads), ``ram_bytes`` (int16 inputs are read in place;
+            RAM holds the learner outputs -- packed bits for N = 2, one byte
+            per symbol otherwise -- the int64 scores of one learner at a time
+            for linear models, a node index, a distance and the best class),
+            ``ops_per_inference`` (multiply-accumulates, comparisons, node
+            visits (worst case: tree depth), XOR/AND/popcount words or symbol
+            compares, distance comparisons).
+        """
+        c, m = self.code.shape
+        names = ["code", "unused_count", "col_cls_offset", "col_n_cls", "col_classes"]
+        ops = {}
+        if self.n_symbols == 2:
+            names += ["code_bits", "code_used"]
+            w = self._code_bits.shape[1]
+            ops["decode_word_ops"] = 3 * c * w          # xor, and, popcount per word
+            out_bits = m
+        else:
+            ops["decode_symbol_compares"] = c * m
+            out_bits = 8 * m
+        if self.learner_kind == "linear":
+            names += ["lin_weights", "lin_bias", "col_out_offset", "col_n_out"]
+            k = self._w.shape[1]
+            ops["multiply_accumulates"] = self.n_features * k
+            ops["score_comparisons"] = int(sum(max(int(v), 1) for v in self._n_out))
+            scalars = {"scores_int64": 8 * int(self._n_out.max(initial=1)), "distance": 4,
+                       "best_class": 2}
+        else:
+            names += ["tree_feature", "tree_threshold", "tree_left", "tree_right", "tree_leaf",
+                      "tree_root"]
+            depth = self._depths()
+            ops["node_comparisons_worst"] = int(depth.sum())
+            scalars = {"node_index": 4, "distance": 4, "best_class": 2}
+        ops["distance_comparisons"] = c
+        ops["total"] = sum(ops.values())
+        ram = accounting.ram_model(out_bits, scalars=scalars)
+        return {
+            "kind": KIND,
+            "learner_kind": self.learner_kind,
+            "n_classes": c,
+            "n_columns": m,
+            "n_symbols": self.n_symbols,
+            "flash_bytes": self.container.nbytes,
+            "parameter_bytes": accounting.array_bytes(self.container, names),
+            **ram,
+            "ops_per_inference": ops,
+        }
+
+    def _depths(self):
+        """Depth (internal nodes on the longest root-leaf path) of each column's tree
+        (computed once: the trees of a loaded device do not change)."""
+        cached = getattr(self, "_depth_cache", None)
+        if cached is None:
+            cached = self._depth_cache = self._tree_depths()
+        return cached
+
+    def _tree_depths(self):
+        # one pass in node order, O(nodes): the loader guarantees that children come
+        # after their parent and that every node has one parent (check_container), so a
+        # node's depth and column are final when it is reached; no recursion, no walk
+        f, left, right = self._tf, self._tl.tolist(), self._tr.tolist()
+        nn = f.shape[0]
+        depth = [0] * nn
+        col = [-1] * nn
+        for j, r in enumerate(self._root.tolist()):
+            col[r] = j
+        for i in np.flatnonzero(f >= 0).tolist():
+            a, b = left[i], right[i]
+            if not i < a < nn or not i < b < nn:
+                raise ContainerError(f"ecoc container: node {i}'s children must come after it")
+            depth[a] = depth[b] = depth[i] + 1
+            col[a] = col[b] = col[i]
+        out = np.zeros(self.n_columns, np.int64)
+        leaves = np.flatnonzero(f < 0)
+        np.maximum.at(out, np.asarray(col, np.int64)[leaves], np.asarray(depth, np.int64)[leaves])
+        return out
+
+
+def doubled_distances(code, sym):
+    """(t, c) doubled Hamming distances of received symbols to every codeword, the
+    device's rule (``2 #(used and unequal) + #unused``), in chunks of points."""
+    code = np.asarray(code, np.int64)
+    used = code >= 0
+    sym = np.asarray(sym)
+    t = sym.shape[0]
+    out = np.empty((t, code.shape[0]), np.int64)
+    step = max(1, (1 << 22) // max(1, code.size))
+    for a in range(0, t, step):
+        s = np.asarray(sym[a:a + step], np.int64)
+        out[a:a + step] = 2 * ((s[:, None, :] != code[None]) & used[None]).sum(axis=2)
+    return out + (~used).sum(axis=1)[None, :]
+
+
+#: :func:`flip_radius` of a point whose label no change of outputs can move
+#: (a single class).
+RADIUS_UNBOUNDED = np.iinfo(np.int64).max // 2
+
+
+def flip_radius(dist, label):
+    """Per point, how many learner outputs may change without any chance of
+    changing its label.
+
+    Each change moves every doubled distance by at most 2, so the first
+    minimum ``label`` stays while ``4 k < D_r - D_label`` for rows before it
+    and ``4 k <= D_r - D_label`` after it (ties go to the lowest index).
+    ``dist`` is :func:`doubled_distances`; a single-class code gives
+    :data:`RADIUS_UNBOUNDED`.
+    """
+    dist = np.asarray(dist, np.int64)
+    label = np.asarray(label, np.int64)
+    t, c = dist.shape
+    if c < 2:
+        return np.full(t, RADIUS_UNBOUNDED, np.int64)
+    gap = dist - dist[np.arange(t), label][:, None]
+    rad = np.where(np.arange(c)[None, :] > label[:, None], gap // 4, (gap - 1) // 4)
+    rad[np.arange(t), label] = RADIUS_UNBOUNDED
+    return rad.min(axis=1)
+
+
+# --------------------------------------------------------------------------
+# The kind's consistency rules (docs/container_format.md; the C loader checks
+# the same ones)
+# --------------------------------------------------------------------------
+ECOC_LEARNER_KINDS = {code: name for name, code in LEARNER_KINDS.items()}
+ECOC_LINEAR_ARRAYS = ("lin_weights", "lin_bias", "col_out_offset", "col_n_out")
+ECOC_TREE_ARRAYS = ("tree_feature", "tree_threshold", "tree_left", "tree_right", "tree_leaf",
+                    "tree_root")
+ECOC_META = {"learner_kind": "str", "n_symbols": "int", "tie_rule": "str",
+             "weight_shifts": "int_list", "code": "str"}
+
+
+def pack_rows(bits):
+    """0/1 rows (c, m) as uint64 words (c, ceil(m / 64)): bit j % 64 of word j // 64."""
+    c, m = bits.shape
+    words = (m + 63) // 64
+    padded = np.zeros((c, words * 64), np.uint8)
+    padded[:, :m] = bits != 0
+    packed = np.packbits(padded.reshape(c, words, 64), axis=2, bitorder="little")
+    return np.ascontiguousarray(packed).view("<u8").reshape(c, words).astype(np.uint64)
+
+
+def _check_rules(container):
+    """Rules of kind ``ecoc`` (the kind is checked); returns the validated arrays by
+    name plus ``n_symbols``, ``learner_kind`` (``"linear"`` or ``"tree"``) and the
+    shapes ``c, m, d``."""
+    kind = "ecoc"
+    req = container.require
+    names = set(container.arrays)
+    out = {}
+
+    # -- the code and the alphabet
+    code = req("code", np.int16, (None, None))
+    c, m = code.shape
+    if c < 2 or m < 1:
+        fail(kind, f"array 'code' must have >= 2 rows (classes) and >= 1 column "
+                    f"(learners); got shape {code.shape}")
+    check_range(kind, "code", code, -1, np.iinfo(np.int16).max,
+                rule="must hold symbols >= 0 or -1 (unused)")
+    n_sym = check_scalar(container, "n_symbols", np.int32)
+    want_n = max(2, int(code.max()) + 1)
+    if n_sym != want_n:
+        fail(kind, f"array 'n_symbols' must equal max(2, max(code) + 1) = {want_n}; "
+                    f"got {n_sym}")
+    unused = req("unused_count", np.int32, (c,))
+    check_equal(kind, "unused_count", unused, (code < 0).sum(axis=1),
+                "the number of -1 entries in each row of 'code'")
+
+    # -- the learners' symbols
+    n_cls = req("col_n_cls", np.int32, (m,))
+    check_range(kind, "col_n_cls", n_cls, 1, n_sym,
+                rule=f"must count 1..n_symbols = {n_sym} learner symbols")
+    total = int(n_cls.astype(np.int64).sum())
+    classes = req("col_classes", np.int16, (total,))
+    cls_off = req("col_cls_offset", np.int32, (m,))
+    check_equal(kind, "col_cls_offset", cls_off, exclusive_cumsum(n_cls.astype(np.int64)),
+                "the running sum of 'col_n_cls' (exclusive)")
+    check_range(kind, "col_classes", classes, 0, n_sym - 1,
+                rule=f"must hold symbols in [0, n_symbols = {n_sym})")
+    if total > 1:
+        first = np.zeros(total, bool)
+        first[cls_off.astype(np.int64)] = True
+        bad = ~first[1:] & (np.diff(classes.astype(np.int64)) <= 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0]) + 1
+            col = int(np.searchsorted(cls_off, i, side="right")) - 1
+            fail(kind, f"array 'col_classes' must be strictly increasing within a column; "
+                        f"got col_classes[{i - 1}] = {classes[i - 1]}, col_classes[{i}] = "
+                        f"{classes[i]} (column {col})")
+
+    # -- input quantizer
+    center = req("in_center", np.float64, (None,))
+    d = center.shape[0]
+    if d < 1:
+        fail(kind, "array 'in_center' must have at least one feature; got shape (0,)")
+    check_finite(kind, "in_center", center)
+    shift = req("in_shift", np.int8, (d,))
+
+    # -- packed binary code
+    if n_sym == 2:
+        words = (m + 63) // 64
+        bits = req("code_bits", np.uint64, (c, words))
+        used = req("code_used", np.uint64, (c, words))
+        check_equal(kind, "code_bits", bits, pack_rows(code == 1),
+                    "'code' == 1 packed (bit j % 64 of word j // 64)")
+        check_equal(kind, "code_used", used, pack_rows(code >= 0),
+                    "'code' >= 0 packed (bit j % 64 of word j // 64)")
+        out.update(code_bits=bits, code_used=used)
+    else:
+        for name in ("code_bits", "code_used"):
+            if name in names:
+                fail(kind, f"array {name!r} is only for binary codes (n_symbols = 2); "
+                            f"n_symbols is {n_sym}")
+
+    learner = check_scalar(container, "learner_kind", np.uint8)
+    if learner not in ECOC_LEARNER_KINDS:
+        fail(kind, f"array 'learner_kind' must be one of {sorted(ECOC_LEARNER_KINDS)} "
+                    f"(1 = linear, 2 = tree); got {learner}")
+    learner = ECOC_LEARNER_KINDS[learner]
+    other = ECOC_TREE_ARRAYS if learner == "linear" else ECOC_LINEAR_ARRAYS
+    extra = sorted(names.intersection(other))
+    if extra:
+        fail(kind, f"arrays {extra} do not belong to {learner} learners (learner_kind)")
+    if learner == "linear":
+        out.update(_check_linear(container, m, d, n_cls))
+    else:
+        out.update(_check_trees(container, m, d, n_cls, cls_off, classes, n_sym))
+
+    meta_values = {"learner_kind": learner}
+    lengths = {"classes": c}
+    if learner == "linear":
+        lengths["weight_shifts"] = m
+    check_meta(container, ECOC_META, lengths=lengths, values=meta_values)
+    out.update(code=code, unused_count=unused, n_symbols=n_sym, col_n_cls=n_cls,
+               col_classes=classes, col_cls_offset=cls_off, in_center=center, in_shift=shift,
+               learner_kind=learner, c=c, m=m, d=d)
+    return out
+
+
+def _check_linear(container, m, d, n_cls):
+    kind, req = "ecoc", container.require
+    w = req("lin_weights", np.int32, (d, None))
+    k = w.shape[1]
+    b = req("lin_bias", np.int64, (k,))
+    n_out = req("col_n_out", np.int32, (m,))
+    out_off = req("col_out_offset", np.int32, (m,))
+    n_out64, n_cls64 = n_out.astype(np.int64), n_cls.astype(np.int64)
+    # 0 scores: constant learner (one symbol); 1: sign of one score (two symbols);
+    # else one score per symbol (argmax)
+    ok = np.where(n_cls64 == 1, n_out64 == 0,
+                  (n_out64 == n_cls64) | ((n_cls64 == 2) & (n_out64 == 1)))
+    if not ok.all():
+        j = int(np.flatnonzero(~ok)[0])
+        fail(kind, f"array 'col_n_out' must be 0 for a constant learner (col_n_cls 1), 1 or 2 "
+                    f"for two symbols, col_n_cls otherwise; got col_n_out[{j}] = {n_out[j]} "
+                    f"with col_n_cls[{j}] = {n_cls[j]}")
+    if int(n_out64.sum()) != k:
+        fail(kind, f"array 'col_n_out' must sum to the {k} columns of 'lin_weights'; got "
+                    f"{int(n_out64.sum())}")
+    check_equal(kind, "col_out_offset", out_off, exclusive_cumsum(n_out64),
+                "the running sum of 'col_n_out' (exclusive)")
+    # |score| <= |bias| + 32768 * sum_f |w[f, o]| must fit the int64 accumulator
+    if k:
+        col_abs = np.abs(w.astype(np.int64)).sum(axis=0).tolist()
+        for o, (s, bo) in enumerate(zip(col_abs, b.tolist())):
+            bound = abs(bo) + Q_ABS_MAX * s
+            if bound > INT64_MAX:
+                fail(kind, f"arrays 'lin_weights' and 'lin_bias': score {o} can reach "
+                            f"|lin_bias| + 32768 * sum_f |lin_weights[f, {o}]| = {bound} > "
+                            "2**63 - 1 (int64 accumulator overflow)")
+    return {"lin_weights": w, "lin_bias": b, "col_n_out": n_out, "col_out_offset": out_off}
+
+
+def _check_trees(container, m, d, n_cls, cls_off, classes, n_sym):
+    kind, req = "ecoc", container.require
+    feat = req("tree_feature", np.int32, (None,))
+    nn = feat.shape[0]
+    thr = req("tree_threshold", np.int32, (nn,))
+    left = req("tree_left", np.int32, (nn,))
+    right = req("tree_right", np.int32, (nn,))
+    leaf = req("tree_leaf", np.int16, (nn,))
+    root = req("tree_root", np.int32, (m,))
+    if nn < m:
+        fail(kind, f"array 'tree_feature' must have at least one node per column ({m}); "
+                    f"got {nn}")
+    check_index(kind, "tree_root", root, nn, "tree_feature")
+    check_range(kind, "tree_feature", feat, -1, d - 1,
+                rule=f"must be a feature in [0, {d}) or -1 (leaf)")
+    internal = feat >= 0
+    node = np.arange(nn, dtype=np.int64)
+    for name, child in (("tree_left", left), ("tree_right", right)):
+        ch = child.astype(np.int64)
+        bad = internal & ((ch <= node) | (ch >= nn))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            fail(kind, f"array {name!r} must point after its parent and inside the "
+                        f"{nn} nodes (children come after their parent); got {name}[{i}] = "
+                        f"{child[i]} at internal node {i}")
+        bad = ~internal & (ch != -1)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            fail(kind, f"array {name!r} must be -1 at a leaf (tree_feature -1); got "
+                        f"{name}[{i}] = {child[i]}")
+    # tree_threshold: any int32 is safe (an int16 input compared with an int32
+    # threshold; one outside the int16 range sends every input the same way),
+    # so a parameter upset there runs, as it would on a device
+    # every node: exactly one parent, or exactly one column's root (no shared node,
+    # no orphan; with children after parents, no cycle)
+    ins = np.flatnonzero(internal)
+    refs = (np.bincount(left[ins], minlength=nn) + np.bincount(right[ins], minlength=nn)
+            + np.bincount(root, minlength=nn))
+    if (refs != 1).any():
+        i = int(np.flatnonzero(refs != 1)[0])
+        what = "no parent and is no column's root (orphan)" if refs[i] == 0 else \
+            f"{int(refs[i])} references (a shared node)"
+        fail(kind, f"arrays 'tree_left', 'tree_right' and 'tree_root': node {i} has {what}; "
+                    "every node must have exactly one parent or be exactly one column's root")
+    # the column of every node (pointer jumping to the root), then leaf symbols
+    parent = np.full(nn, -1, np.int64)
+    parent[left[ins]] = ins
+    parent[right[ins]] = ins
+    top = np.where(parent < 0, node, parent)
+    while True:
+        nxt = top[top]
+        if np.array_equal(nxt, top):
+            break
+        top = nxt
+    col_of_root = np.full(nn, -1, np.int64)
+    col_of_root[root] = np.arange(m)
+    col = col_of_root[top]
+    leaves = np.flatnonzero(~internal)
+    check_range(kind, "tree_leaf", np.where(internal, 0, leaf), 0, n_sym - 1,
+                rule=f"must hold a symbol in [0, n_symbols = {n_sym}) at a leaf")
+    # the symbols of column j: col_classes[cls_off[j] : cls_off[j] + n_cls[j]]
+    owner = np.repeat(np.arange(m, dtype=np.int64), n_cls.astype(np.int64))
+    valid = owner * n_sym + classes.astype(np.int64)
+    keys = col[leaves] * n_sym + leaf[leaves].astype(np.int64)
+    ok = np.isin(keys, valid)
+    if not ok.all():
+        i = int(leaves[np.flatnonzero(~ok)[0]])
+        j = int(col[i])
+        syms = classes[cls_off[j]:cls_off[j] + n_cls[j]].tolist()
+        fail(kind, f"array 'tree_leaf' must hold a symbol of its column's learner; got "
+                    f"tree_leaf[{i}] = {leaf[i]} in the tree of column {j} (symbols {syms})")
+    return {"tree_feature": feat, "tree_threshold": thr, "tree_left": left,
+            "tree_right": right, "tree_leaf": leaf, "tree_root": root}
+
+
+def load_ecoc(source):
+    """Read and validate an ``ecoc`` container (path, bytes or Container) -> ECOCDevice."""
+    container = source if isinstance(source, Container) else read_container(source)
+    return ECOCDevice(container)
+
+
+register_kind(ECOCDevice)
