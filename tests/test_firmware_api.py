@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import firmware_sim
-from export.firmware import RUNTIME_SOURCES, build_firmware, check_images, toolchain_missing, \
+from export.firmware import build_firmware, check_images, runtime_sources, toolchain_missing, \
     write_firmware
 from firmware_sim.artifact import ContainerError, read_container, write_container
 
@@ -39,7 +39,7 @@ def _compile(fw_dir, program, name="prog", flags=(), sanitize=True):
     fw_dir = Path(fw_dir)
     src = fw_dir / f"{name}.c"
     src.write_text(program)
-    sources = [str(fw_dir / n) for n in RUNTIME_SOURCES if (fw_dir / n).is_file()]
+    sources = [str(fw_dir / n) for n in runtime_sources() if (fw_dir / n).is_file()]
     exe = fw_dir / name
     cmd = ["gcc", *WARN, "-O1", "-I", str(fw_dir), *flags, *sources,
            str(fw_dir / "model_image.c"), str(src), "-o", str(exe)]
@@ -294,7 +294,7 @@ def _run_on(target, fw_dir, program, text, flags=()):
     t = TARGETS[target]
     d = Path(fw_dir)
     (d / "prog.c").write_text(program)
-    sources = [str(d / n) for n in RUNTIME_SOURCES if (d / n).is_file()]
+    sources = [str(d / n) for n in runtime_sources() if (d / n).is_file()]
     cmd = [t.cc, *t.cpu_flags, *WARN, "-O2", "-I", str(d), "--specs=rdimon.specs",
            "-DINPUT_FILE=\"frames.txt\"", *flags, "-T", str(d / "link.ld"), "-nostartfiles",
            *sources, str(d / "model_image.c"), str(d / "startup.c"), str(d / "prog.c"),
