@@ -44,7 +44,7 @@ from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX
 from firmware_sim.kinds.forest import MAX_DEPTH, load_forest, make_forest_arrays
 
-from .ecoc import ML_OPSET, _exact_thresholds, _init, _node, input_quantizer
+from .ecoc import ML_OPSET, _exact_thresholds, _init, _node
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
                          input_elem_type, json_props, narrow_int_initializer, save_model)
 from .pipeline import affine_of_steps
@@ -442,6 +442,23 @@ def _tree_ensemble(arrays, qf, nodes):
     return _node(nodes, "Cast", ["leaf_f"], ["leaves"], to=TensorProto.INT64)
 
 
+def _input_quantizer(center, shift, input_dtype, nodes, inits):
+    """Nodes from ``X`` (``input_dtype``) to ``"qd"``: the device's input quantizer
+    ``clip(rint((x - center) 2**shift), -32767, 32767)`` in double, exactly as
+    :func:`firmware_sim.ecoc.quantize_inputs` (the graph of
+    :func:`export.ecoc.ecoc_to_onnx` quantizes the same way)."""
+    x = "X"
+    if input_dtype == "float32":
+        x = _node(nodes, "Cast", [x], ["X64"], to=TensorProto.DOUBLE)
+    scale = np.exp2(np.asarray(shift).astype(np.float64))
+    x = _node(nodes, "Sub", [x, _init("in_center", np.asarray(center, np.float64), inits)],
+              ["X_centered"])
+    x = _node(nodes, "Mul", [x, _init("in_scale", scale, inits)], ["X_scaled"])
+    x = _node(nodes, "Round", [x], ["X_rounded"])
+    return _node(nodes, "Clip", [x, _init("q_min", np.array(-Q_MAX, np.float64), inits),
+                                 _init("q_max", np.array(Q_MAX, np.float64), inits)], ["qd"])
+
+
 def forest_to_onnx(arrays, *, classes=None, input="features", input_dtype="float32",
                    props=None):
     """ONNX graph of the device arrays: features -> quantizer -> trees -> votes -> label.
@@ -478,7 +495,7 @@ def forest_to_onnx(arrays, *, classes=None, input="features", input_dtype="float
     nodes, inits = [], []
     if input == "features":
         in_info = helper.make_tensor_value_info("X", in_type, ["N", d])
-        q = input_quantizer(arrays["in_center"], arrays["in_shift"], input_dtype, nodes, inits)
+        q = _input_quantizer(arrays["in_center"], arrays["in_shift"], input_dtype, nodes, inits)
     else:
         in_info = helper.make_tensor_value_info("q", TensorProto.INT16, ["N", d])
         q = "q"

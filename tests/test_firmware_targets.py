@@ -26,15 +26,27 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_firmware import _assert_parity, _frames, _model  # noqa: E402
+from test_firmware import _assert_parity, _frames  # noqa: E402
+from test_firmware import _model as _builtin_model  # noqa: E402
+from test_forest_firmware import _model as _forest_model  # noqa: E402
 
 from export.firmware import TARGETS, build_firmware, run_firmware_measured, \
     toolchain_missing, write_firmware  # noqa: E402
 
 CI = bool(os.environ.get("EDGECODE_CI"))
 NEW_TARGETS = ("atmega328p", "atmega2560", "rv32imac")
-#: Every kind, small enough for the ATmega328P's 32 KB of flash and 2 KB of RAM.
-MODELS = ("nb_greedy", "ecoc_linear_binary", "ecoc_tree_3ary", "ssbc_table", "ssbc_codes_only")
+#: Every kind, small enough for the ATmega328P's 32 KB of flash and 2 KB of RAM
+#: (forests: class leaves with uint8 references, 8-bit probabilities on glass).
+MODELS = ("nb_greedy", "ecoc_linear_binary", "ecoc_tree_3ary", "ssbc_table", "ssbc_codes_only",
+          "forest_rf_class", "forest_extra_glass_u8")
+
+
+def _model(name):
+    """(device, rows) of a test model: tests/test_firmware.py's, or with the prefix
+    ``forest_`` tests/test_forest_firmware.py's."""
+    if name.startswith("forest_"):
+        return _forest_model(name[len("forest_"):])
+    return _builtin_model(name)
 
 
 def _need(target):

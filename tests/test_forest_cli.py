@@ -23,14 +23,16 @@ from export.cli import main
 from export.data import load_table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from kind_matrix import cli_options  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 
 
 def _csv(folder, labels):
-    """glass (labels as ints or floats, column 'kind') or ecoli (strings, an id column)."""
-    from test_kind_matrix import _multiclass_csv
-    return _multiclass_csv(folder, labels)
+    """glass (labels as ints or floats, column 'kind') or ecoli (strings, an id column):
+    (path, data options)."""
+    from kind_matrix import multiclass_csv
+    return multiclass_csv(folder, labels)
 
 
 CASES = [("str", "rf", "proba"), ("int", "extra", "class"), ("float", "tree", "proba")]
@@ -43,21 +45,21 @@ def artifacts(tmp_path_factory):
     for labels, kind, leaf in CASES:
         folder = root / labels
         folder.mkdir()
-        path, extra = _csv(folder, labels)
+        path, options = _csv(folder, labels)
         art, onx = folder / "f.edgc", folder / "f.onnx"
-        argv = ["forest", str(path), "--label", "kind", "--kind", kind, "--leaf", leaf,
+        argv = ["forest", str(path), "--kind", kind, "--leaf", leaf,
                 "--max-depth", "5", "--quiet", "--out", str(art), "--onnx", str(onx)]
         if kind != "tree":
             argv += ["--n-trees", "8"]
-        assert main(argv + extra) == 0
-        out[labels] = (art, onx, path, extra)
+        assert main(argv + cli_options(options)) == 0
+        out[labels] = (art, onx, path, options)
     return out
 
 
 @pytest.mark.parametrize("labels", [c[0] for c in CASES])
 def test_onnx_returns_the_true_labels_and_device_classes_map_them(artifacts, labels):
-    art, onx, path, extra = artifacts[labels]
-    t = load_table(path, label="kind", ignore=extra[1:])
+    art, onx, path, options = artifacts[labels]
+    t = load_table(path, **options)
     sess = ort.InferenceSession(str(onx), providers=["CPUExecutionProvider"])
     got = sess.run(["label"], {"X": t.X.astype(np.float32)})[0]
     assert (got.dtype.kind in "iuf") == (t.y.dtype.kind in "iuf"), (got.dtype, t.y.dtype)

@@ -164,6 +164,66 @@ def test_threads_do_not_change_the_counts(digits_rf):
     assert np.array_equal(s1.same, s2.same)
 
 
+def test_simulate_is_a_campaign_with_a_bsc(digits_rf):
+    """One engine, one BSC sampler (issue 25): ``simulate`` counts what a one-value
+    ``run_campaign(.., BSC(eps))`` counts when seeded with its grid value's seed."""
+    dev, X, y = digits_rf
+    y = np.asarray(y, np.int64)
+    camp = run_campaign(dev, X, BSC(0.1), n_trials=40, random_state=4, y=y)
+    sim = firmware_sim.simulate(dev, X, 0.1, 40,
+                                random_state=np.random.SeedSequence(4).spawn(1)[0], y=y)
+    assert camp.site == "intermediate" and 0 < camp.points[0].same_rate < 1
+    assert sim.same.tolist() == camp.points[0].same_per_point
+    assert sim.accuracy == camp.points[0].accuracy
+
+
+# ---------------------------------------------------------------- the closed form
+def _brute_radius(dev, leaves):
+    """Every leaf vector of the forest: the radius is one less than the nearest
+    (in trees changed) whose vote changes the label."""
+    import itertools
+
+    every = np.array(list(itertools.product(range(dev.n_leaves), repeat=dev.n_trees)))
+    labels = dev.vote(every)[0]
+    out = []
+    for row in np.asarray(leaves):
+        clean = dev.vote(row[None])[0][0]
+        changed = (every != row).sum(axis=1)[labels != clean]
+        out.append(dev.n_trees if changed.size == 0 else int(changed.min()) - 1)
+    return out
+
+
+@pytest.mark.parametrize("leaf", ["class", "proba"])
+def test_the_radius_equals_a_brute_force_search(leaf):
+    from export.kinds.forest import forest_radius
+
+    X, y = load_iris(return_X_y=True)
+    trees = 5 if leaf == "class" else 3
+    rf = RandomForestClassifier(trees, max_depth=2, random_state=1).fit(X[::3], y[::3])
+    dev = export_forest(rf, leaf=leaf, leaf_bits=8).device
+    assert dev.n_leaves ** dev.n_trees <= 50_000
+    leaves = dev.stage(dev.encode(X[::2]))
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, dev.n_leaves, (40, dev.n_trees))   # close calls too
+    for rows in (leaves, noisy):
+        assert forest_radius(dev, rows).tolist() == _brute_radius(dev, rows)
+
+
+def test_the_lower_bound_holds_for_tree_output_noise(digits_rf):
+    from export.analytics import add_analytic
+
+    dev, X, y = digits_rf
+    res = run_campaign(dev, X, BSC(0.02), param="eps", grid=[0.02, 0.1], n_trials=200,
+                       random_state=2, y=y)
+    add_analytic(res, dev, X, BSC(0.02), y=y, param="eps")
+    assert res.notes["lower_bound_respected"] == [True, True]
+    for p in res.points:
+        assert not p.analytic["available"] and 0 < p.analytic["same_rate_lower_bound"] <= 1
+    wire = run_campaign(dev, X, BSC(0.01), n_trials=5, random_state=2, site="wire")
+    add_analytic(wire, dev, X, BSC(0.01))
+    assert "on the wire" in wire.points[0].analytic["reason"]
+
+
 # ---------------------------------------------------------------- the image
 def _flip_bit_image(container, array, bit):
     """The arrays of the image with one bit flipped (test_device_contract's helper)."""

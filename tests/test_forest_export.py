@@ -37,6 +37,7 @@ import naive_forest as naive
 from edgecode.datasets import load_house_votes
 from export.data import load_table
 from export.forest import export_forest, quantize_forest
+from firmware_sim.kinds.forest import ForestDevice
 
 DATA = Path(__file__).parent / "data"
 
@@ -92,7 +93,7 @@ def test_device_equals_the_naive_walk_and_vote(data, est, leaf):
     model, Xtr, Xte, _ = _fit(data, est)
     out = export_forest(model, Xte, leaf=leaf)
     dev = firmware_sim.load(out.container)
-    assert isinstance(dev, firmware_sim.ForestDevice) and dev.leaf == leaf
+    assert isinstance(dev, ForestDevice) and dev.leaf == leaf
     frames = _frames(dev, np.vstack([Xtr[:40], Xte]), np.random.default_rng(3))
     inf = dev.infer(frames)
     labels, leaves, votes = naive.device_infer(dev.container, frames)

@@ -147,7 +147,7 @@ def _cmd_forest(args):
     if args.max_depth is not None and args.max_depth > 64:
         raise UsageError(f"--max-depth {args.max_depth}: the forest format stores at most 64 "
                          "levels")
-    from .budget import data_options
+    from export.data import data_options
     run_forest(args.data, kind=args.kind, n_trees=args.n_trees, max_depth=args.max_depth,
                min_samples_leaf=args.min_samples_leaf, leaf=args.leaf,
                leaf_bits=args.leaf_bits, test_size=args.test_size,

@@ -1,8 +1,8 @@
 /*
- * ec_forest.c - tree forests (kind 4) on the device: open and verify an image
- * in place, then walk every tree on one frame and vote, bit for bit as
- * firmware_sim.kinds.forest does (docs/container_format.md, "Model kind
- * forest").
+ * ec_forest.c - tree forests (kind 4) on the device, the operations table
+ * ec_forest_ops: open and verify an image in place, then walk every tree on
+ * one frame and vote, bit for bit as firmware_sim.kinds.forest does
+ * (docs/container_format.md, "Model kind forest").
  *
  * The format: decision nodes only, trees one after the other, each in
  * preorder, as narrow typed arrays read in place (node_feature uint8/16/32,
@@ -11,29 +11,33 @@
  * the classes without it) and otherwise the node i + 1 + (r - L) after
  * node i; a root reference names a leaf, or the node r - L.
  *
- * ec_forest_open checks the rules of check_forest (firmware_sim/kinds/
- * forest.py) except the metadata rule: one pass over the nodes with a stack
- * of at most EC_FOREST_MAX_DEPTH pending right children (320 bytes) checks
- * that every tree starts at the next unused node and is laid out in
- * preorder, so every node is referenced exactly once, every reference
- * points forward inside the nodes, and no tree is deeper than 64 levels.
- * A missing array or a wrong dtype/shape is EC_ERR_SCHEMA; a broken rule is
- * EC_ERR_RULE.
+ * forest_open checks the rules of check_forest (firmware_sim/kinds/forest.py)
+ * except the metadata rule: one pass over the nodes with a stack of at most
+ * FOREST_MAX_DEPTH pending right children (320 bytes) checks that every tree
+ * starts at the next unused node and is laid out in preorder, so every node
+ * is referenced exactly once, every reference points forward inside the
+ * nodes, and no tree is deeper than 64 levels. A missing array or a wrong
+ * dtype/shape is EC_ERR_SCHEMA; a broken rule is EC_ERR_RULE.
  *
- * ec_forest_infer writes the leaf id of every tree to decision[0..T) and
- * the votes to decision[T..T+C) (int64: the number of trees, or the summed
+ * forest_infer writes the leaf id of every tree to decision[0..T) and the
+ * votes to decision[T..T+C) (int64: the number of trees, or the summed
  * quantized probabilities), and the first class with the most votes to
  * *label. No workspace. The walk is compiled once per (feature width,
  * reference width) pair; EC_FOREST_FEATURE_BYTES and EC_FOREST_REF_BYTES
- * (1, 2 or 4; ec_config.h or -D) keep only the model's own pair, and an
- * image of other widths is then refused with EC_ERR_KIND (not compiled in).
+ * (1, 2 or 4; ec_config.h or -D; `edgecode firmware` writes the model's)
+ * keep only that pair, and an image of other widths is then refused with
+ * EC_ERR_KIND (not compiled in). ec_forest_quantize is device.encode (the
+ * affine quantizer of firmware_sim.ecoc.quantize_inputs).
  *
- * Image arrays are read through pointers into the image only (no copy).
- * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc.
+ * The kind's code in the container header is 4 (EC_KIND_FOREST below).
+ * Image arrays are read in place through EC_ROM pointers (no copy).
+ * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
  */
-#include "edgecode_rt.h"
+#include "ec_kind.h"
 
-#define EC_FOREST_MAX_CLASSES 65535
+#define EC_KIND_FOREST 4u
+#define FOREST_MAX_CLASSES 65535
+#define FOREST_MAX_DEPTH 64
 #ifndef EC_FOREST_FEATURE_BYTES
 #define EC_FOREST_FEATURE_BYTES 0 /* 0: every width */
 #endif
@@ -41,7 +45,22 @@
 #define EC_FOREST_REF_BYTES 0
 #endif
 
-#define EC_FW_ANY(w, want) ((want) == 0 || (want) == (w))
+/* the fields of an opened model (model->state) */
+typedef struct {
+    const EC_ROM uint64_t *in_center_bits; /* (d,) float64 centers, as bit patterns */
+    const EC_ROM int8_t *in_shift;         /* (d,)                                  */
+    const EC_ROM uint8_t *tree_root;       /* (T,) uint8/16/32                      */
+    const EC_ROM uint8_t *node_feature;    /* (n,) uint8/16/32                      */
+    const EC_ROM int16_t *node_threshold;  /* (n,)                                  */
+    const EC_ROM uint8_t *node_left, *node_right; /* (n,) one of uint8/16/32        */
+    const EC_ROM uint8_t *leaf_value;      /* (L, C) uint8/16, NULL: class leaves   */
+    uint32_t n_features, n_classes, n_trees, n_nodes, n_leaves;
+    uint8_t root_bytes, feature_bytes, ref_bytes, leaf_bytes;
+    uint8_t walk;                          /* index of the compiled walk (1..9)     */
+} ec_forest_state;
+EC_STATE_FITS(ec_forest_state);
+
+#define FOREST_ANY(w, want) ((want) == 0 || (want) == (w))
 
 /* ---- narrow unsigned arrays ---------------------------------------------- */
 
@@ -53,17 +72,18 @@ static uint8_t unsigned_bytes(uint8_t dtype)
 
 /* Entry i of a uint8/16/32 array of `bytes` bytes per entry (the image is
  * little-endian and aligned: typed reads). */
-static uint32_t rd_unsigned(const uint8_t *p, uint8_t bytes, uint32_t i)
+static uint32_t rd_unsigned(const EC_ROM uint8_t *p, uint8_t bytes, uint32_t i)
 {
     if (bytes == 1u)
         return p[i];
     if (bytes == 2u)
-        return ((const uint16_t *)(const void *)p)[i];
-    return ((const uint32_t *)(const void *)p)[i];
+        return ((const EC_ROM uint16_t *)(const EC_ROM void *)p)[i];
+    return ((const EC_ROM uint32_t *)(const EC_ROM void *)p)[i];
 }
 
 /* A 1-d array of uint8/16/32 called `name`; *bytes receives its width. */
-static ec_status get_unsigned(const ec_image *img, const char *name, ec_array *a, uint8_t *bytes)
+static ec_status get_unsigned(const ec_image *img, const EC_ROM char *name, ec_array *a,
+                              uint8_t *bytes)
 {
     if (ec_image_find(img, name, a) != EC_OK || a->ndim != 1u)
         return EC_ERR_SCHEMA;
@@ -75,18 +95,18 @@ static ec_status get_unsigned(const ec_image *img, const char *name, ec_array *a
 
 /* Walk from node `node` to a leaf: *leaf receives its id. A reference that
  * would leave the nodes (excluded by the layout rule) returns EC_ERR_RULE. */
-#define EC_FOREST_WALK(NAME, FT, RT)                                                      \
-    static ec_status NAME(const ec_forest_model *m, const int16_t *q, uint32_t node,      \
+#define FOREST_WALK(NAME, FT, RT)                                                         \
+    static ec_status NAME(const ec_forest_state *m, const int16_t *q, uint32_t node,      \
                           uint32_t *leaf)                                                 \
     {                                                                                     \
-        const FT *feat = (const FT *)(const void *)m->node_feature;                      \
-        const RT *left = (const RT *)(const void *)m->node_left;                         \
-        const RT *right = (const RT *)(const void *)m->node_right;                       \
-        const int16_t *thr = m->node_threshold;                                           \
+        const EC_ROM FT *feat = (const EC_ROM FT *)(const EC_ROM void *)m->node_feature;  \
+        const EC_ROM RT *left = (const EC_ROM RT *)(const EC_ROM void *)m->node_left;     \
+        const EC_ROM RT *right = (const EC_ROM RT *)(const EC_ROM void *)m->node_right;   \
+        const EC_ROM int16_t *thr = m->node_threshold;                                    \
         const uint32_t L = m->n_leaves, n = m->n_nodes;                                   \
         for (;;) {                                                                        \
-            uint32_t r = q[feat[node]] <= thr[node] ? (uint32_t)left[node]               \
-                                                     : (uint32_t)right[node];            \
+            uint32_t r = q[feat[node]] <= thr[node] ? (uint32_t)left[node]                \
+                                                     : (uint32_t)right[node];             \
             if (r < L) {                                                                  \
                 *leaf = r;                                                                \
                 return EC_OK;                                                             \
@@ -98,7 +118,7 @@ static ec_status get_unsigned(const ec_image *img, const char *name, ec_array *a
     }
 
 /* Every (index, feature type, reference type, feature bytes, reference bytes). */
-#define EC_FOREST_WALKS(X)                                                                \
+#define FOREST_WALKS(X)                                                                   \
     X(1, uint8_t, uint8_t, 1, 1) X(2, uint8_t, uint16_t, 1, 2)                            \
     X(3, uint8_t, uint32_t, 1, 4) X(4, uint16_t, uint8_t, 2, 1)                           \
     X(5, uint16_t, uint16_t, 2, 2) X(6, uint16_t, uint32_t, 2, 4)                         \
@@ -107,39 +127,40 @@ static ec_status get_unsigned(const ec_image *img, const char *name, ec_array *a
 
 /* Is the walk of these widths compiled in (a constant: the optimizer drops the
  * others, and --gc-sections their code)? */
-#define EC_FW_WANTED(fb, rb) (EC_FW_ANY(fb, EC_FOREST_FEATURE_BYTES) && \
-                              EC_FW_ANY(rb, EC_FOREST_REF_BYTES))
+#define FOREST_WANTED(fb, rb) (FOREST_ANY(fb, EC_FOREST_FEATURE_BYTES) && \
+                               FOREST_ANY(rb, EC_FOREST_REF_BYTES))
 
-#define EC_FW_DEFINE(i, FT, RT, fb, rb) EC_FOREST_WALK(walk_##i, FT, RT)
-EC_FOREST_WALKS(EC_FW_DEFINE)
+#define FOREST_DEFINE(i, FT, RT, fb, rb) FOREST_WALK(walk_##i, FT, RT)
+FOREST_WALKS(FOREST_DEFINE)
+#undef FOREST_DEFINE
 
 /* The walk of this model's widths (0: not compiled in). */
 static uint8_t walk_index(uint8_t feature_bytes, uint8_t ref_bytes)
 {
-#define EC_FW_INDEX(i, FT, RT, fb, rb)                                                    \
-    if (EC_FW_WANTED(fb, rb) && feature_bytes == (fb) && ref_bytes == (rb))               \
+#define FOREST_INDEX(i, FT, RT, fb, rb)                                                   \
+    if (FOREST_WANTED(fb, rb) && feature_bytes == (fb) && ref_bytes == (rb))              \
         return (uint8_t)(i);
-    EC_FOREST_WALKS(EC_FW_INDEX)
-#undef EC_FW_INDEX
+    FOREST_WALKS(FOREST_INDEX)
+#undef FOREST_INDEX
     return 0u;
 }
 
-static ec_status walk(const ec_forest_model *m, const int16_t *q, uint32_t node, uint32_t *leaf)
+static ec_status walk(const ec_forest_state *m, const int16_t *q, uint32_t node, uint32_t *leaf)
 {
-#define EC_FW_CALL(i, FT, RT, fb, rb)                                                     \
-    if (EC_FW_WANTED(fb, rb) && m->walk == (i))                                           \
+#define FOREST_CALL(i, FT, RT, fb, rb)                                                    \
+    if (FOREST_WANTED(fb, rb) && m->walk == (i))                                          \
         return walk_##i(m, q, node, leaf);
-    EC_FOREST_WALKS(EC_FW_CALL)
-#undef EC_FW_CALL
+    FOREST_WALKS(FOREST_CALL)
+#undef FOREST_CALL
     return EC_ERR_ARG; /* not an opened model */
 }
 
 /* ---- rules 6-8: the preorder layout in one pass --------------------------- */
 
-static int layout_ok(const ec_forest_model *m)
+static EC_AVR_WORKAROUND int layout_ok(const ec_forest_state *m)
 {
-    uint32_t st_node[EC_FOREST_MAX_DEPTH]; /* nodes whose right child is pending */
-    uint8_t st_level[EC_FOREST_MAX_DEPTH];
+    uint32_t st_node[FOREST_MAX_DEPTH]; /* nodes whose right child is pending */
+    uint8_t st_level[FOREST_MAX_DEPTH];
     const uint32_t L = m->n_leaves, n = m->n_nodes, d = m->n_features;
     const uint8_t fb = m->feature_bytes, rb = m->ref_bytes;
     uint32_t pos = 0u, k;
@@ -152,14 +173,14 @@ static int layout_ok(const ec_forest_model *m)
         cur = pos;
         for (;;) {
             uint32_t lr, rr;
-            if (cur >= n || level > EC_FOREST_MAX_DEPTH)
+            if (cur >= n || level > FOREST_MAX_DEPTH)
                 return 0;
             if (rd_unsigned(m->node_feature, fb, cur) >= d)
                 return 0;
             pos = cur + 1u;
             lr = rd_unsigned(m->node_left, rb, cur);
             rr = rd_unsigned(m->node_right, rb, cur);
-            if (rr >= L) { /* sp < level <= EC_FOREST_MAX_DEPTH: one entry per level */
+            if (rr >= L) { /* sp < level <= FOREST_MAX_DEPTH: one entry per level */
                 st_node[sp] = cur;
                 st_level[sp] = (uint8_t)(level + 1u);
                 sp++;
@@ -185,78 +206,68 @@ static int layout_ok(const ec_forest_model *m)
     return pos == n;
 }
 
-/* ---- ec_forest_open --------------------------------------------------------- */
+/* ---- the operations ------------------------------------------------------- */
 
-static void clear_model(ec_forest_model *m)
+static ec_status forest_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
 {
-    m->n_features = m->n_classes = m->n_trees = m->n_nodes = m->n_leaves = 0u;
-    m->in_center_bits = 0;
-    m->in_shift = 0;
-    m->tree_root = m->node_feature = m->node_left = m->node_right = m->leaf_value = 0;
-    m->node_threshold = 0;
-    m->root_bytes = m->feature_bytes = m->ref_bytes = m->leaf_bytes = 0u;
-    m->walk = 0u;
-}
-
-static ec_status open_checked(const ec_image *img, ec_forest_model *m)
-{
+    ec_forest_state *m = EC_STATE(ec_forest_state, model);
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
-    const uint64_t *center;
+    const EC_ROM uint64_t *center;
     uint32_t d, f, n;
-    int32_t n_classes;
+    int32_t classes;
     uint8_t bytes;
 
     /* rule 1: classes */
-    if ((s = ec_image_require(img, "n_classes", EC_I32, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("n_classes"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     if (a.shape[0] != 1u)
         return EC_ERR_SCHEMA;
-    n_classes = ((const int32_t *)(const void *)a.data)[0];
-    if (n_classes < 1 || n_classes > EC_FOREST_MAX_CLASSES)
+    classes = *(const EC_ROM int32_t *)(const EC_ROM void *)a.data;
+    if (classes < 1 || classes > FOREST_MAX_CLASSES)
         return EC_ERR_RULE;
-    m->n_classes = (uint32_t)n_classes;
+    m->n_classes = (uint32_t)classes;
     /* rule 2: the input quantizer (host side; only finiteness matters here) */
-    if ((s = ec_image_require(img, "in_center", EC_F64, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("in_center"), EC_F64, 1u, &a)) != EC_OK)
         return s;
     d = a.shape[0];
-    center = (const uint64_t *)(const void *)a.data;
+    center = (const EC_ROM uint64_t *)(const EC_ROM void *)a.data;
     if (d < 1u)
         return EC_ERR_RULE;
     for (f = 0u; f < d; f++)
         if (((center[f] >> 52) & 0x7FFu) == 0x7FFu) /* NaN or infinity */
             return EC_ERR_RULE;
-    if ((s = ec_image_require(img, "in_shift", EC_I8, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("in_shift"), EC_I8, 1u, &a)) != EC_OK)
         return s;
     if (a.shape[0] != d)
         return EC_ERR_SCHEMA;
     m->in_center_bits = center;
-    m->in_shift = (const int8_t *)(const void *)a.data;
+    m->in_shift = (const EC_ROM int8_t *)(const EC_ROM void *)a.data;
     m->n_features = d;
     /* rule 3: trees */
-    if ((s = get_unsigned(img, "tree_root", &a, &m->root_bytes)) != EC_OK)
+    if ((s = get_unsigned(img, EC_STR("tree_root"), &a, &m->root_bytes)) != EC_OK)
         return s;
     m->tree_root = a.data;
     m->n_trees = a.shape[0];
     if (m->n_trees < 1u)
         return EC_ERR_RULE;
     /* rule 4: the decision nodes */
-    if ((s = get_unsigned(img, "node_feature", &a, &m->feature_bytes)) != EC_OK)
+    if ((s = get_unsigned(img, EC_STR("node_feature"), &a, &m->feature_bytes)) != EC_OK)
         return s;
     m->node_feature = a.data;
     n = a.shape[0];
     m->n_nodes = n;
-    if ((s = ec_image_require(img, "node_threshold", EC_I16, 1u, &a)) != EC_OK)
+    if ((s = ec_image_require(img, EC_STR("node_threshold"), EC_I16, 1u, &a)) != EC_OK)
         return s;
     if (a.shape[0] != n)
         return EC_ERR_SCHEMA;
-    m->node_threshold = (const int16_t *)(const void *)a.data;
-    if ((s = get_unsigned(img, "node_left", &a, &m->ref_bytes)) != EC_OK)
+    m->node_threshold = (const EC_ROM int16_t *)(const EC_ROM void *)a.data;
+    if ((s = get_unsigned(img, EC_STR("node_left"), &a, &m->ref_bytes)) != EC_OK)
         return s;
     if (a.shape[0] != n)
         return EC_ERR_SCHEMA;
     m->node_left = a.data;
-    if ((s = get_unsigned(img, "node_right", &a, &bytes)) != EC_OK)
+    if ((s = get_unsigned(img, EC_STR("node_right"), &a, &bytes)) != EC_OK)
         return s;
     if (a.shape[0] != n)
         return EC_ERR_SCHEMA;
@@ -264,7 +275,9 @@ static ec_status open_checked(const ec_image *img, ec_forest_model *m)
         return EC_ERR_RULE;
     m->node_right = a.data;
     /* rule 5: the leaves (a shared table of quantized probabilities, or the classes) */
-    if (ec_image_find(img, "leaf_value", &a) == EC_OK) {
+    m->leaf_value = NULL;
+    m->leaf_bytes = 0u;
+    if (ec_image_find(img, EC_STR("leaf_value"), &a) == EC_OK) {
         if (a.ndim != 2u || (a.dtype != EC_U8 && a.dtype != EC_U16) || a.shape[1] != m->n_classes)
             return EC_ERR_SCHEMA;
         if (a.shape[0] < 1u)
@@ -279,39 +292,28 @@ static ec_status open_checked(const ec_image *img, ec_forest_model *m)
     if (!layout_ok(m))
         return EC_ERR_RULE;
     m->walk = walk_index(m->feature_bytes, m->ref_bytes);
-    return m->walk != 0u ? EC_OK : EC_ERR_KIND; /* these widths are not compiled in */
+    if (m->walk == 0u)
+        return EC_ERR_KIND; /* these widths are not compiled in */
+    *n_classes = m->n_classes;
+    return EC_OK;
 }
 
-ec_status ec_forest_open(const ec_image *img, ec_forest_model *m)
+static uint32_t forest_workspace_bytes(const ec_model *model)
 {
-    ec_status s;
-    if (img == 0 || m == 0)
-        return EC_ERR_ARG;
-    clear_model(m);
-    if (img->kind != EC_KIND_FOREST)
-        return EC_ERR_KIND;
-    s = open_checked(img, m);
-    if (s != EC_OK)
-        clear_model(m);
-    return s;
-}
-
-/* ---- inference -------------------------------------------------------------- */
-
-uint32_t ec_forest_workspace_bytes(const ec_forest_model *m)
-{
-    (void)m; /* leaves and votes go straight into the decision buffer */
+    (void)model; /* leaves and votes go straight into the decision buffer */
     return 0u;
 }
 
-ec_status ec_forest_infer(const ec_forest_model *m, const int16_t *frame, int32_t *label,
-                          int64_t *decision)
+static EC_AVR_WORKAROUND ec_status forest_infer(const ec_model *model, const int16_t *frame,
+                                                int32_t *label, int64_t *decision,
+                                                void *workspace, uint32_t workspace_bytes)
 {
+    const ec_forest_state *m = EC_CSTATE(ec_forest_state, model);
     uint32_t k, c, C, L;
     int64_t *votes, best;
     int32_t arg;
-    if (m == 0 || frame == 0 || label == 0 || decision == 0 || m->walk == 0u)
-        return EC_ERR_ARG;
+    (void)workspace;
+    (void)workspace_bytes;
     C = m->n_classes;
     L = m->n_leaves;
     votes = decision + m->n_trees;
@@ -328,16 +330,17 @@ ec_status ec_forest_infer(const ec_forest_model *m, const int16_t *frame, int32_
                 return s;
         }
         decision[k] = (int64_t)leaf;
-        if (m->leaf_value == 0) {
+        if (m->leaf_value == NULL) {
             votes[leaf] += 1;
         } else {
-            const size_t row = (size_t)leaf * C;
+            const uint32_t row = leaf * C; /* < L C: inside the image */
             if (m->leaf_bytes == 1u)
                 for (c = 0u; c < C; c++)
                     votes[c] += m->leaf_value[row + c];
             else
                 for (c = 0u; c < C; c++)
-                    votes[c] += ((const uint16_t *)(const void *)m->leaf_value)[row + c];
+                    votes[c] += ((const EC_ROM uint16_t *)(const EC_ROM void *)m->leaf_value)
+                        [row + c];
         }
     }
     arg = 0;
@@ -350,3 +353,43 @@ ec_status ec_forest_infer(const ec_forest_model *m, const int16_t *frame, int32_
     *label = arg;
     return EC_OK;
 }
+
+ec_quantize_fn ec_forest_quantize;
+
+/* q_f = clip(rint((x_f - in_center_f) 2^in_shift_f), +-32767), the subtraction
+ * rounded as IEEE double does: firmware_sim.ecoc.quantize_inputs */
+ec_status ec_forest_quantize(const ec_model *model, const void *x, int type, int16_t *frame)
+{
+    const ec_forest_state *m = EC_CSTATE(ec_forest_state, model);
+    uint32_t f;
+    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
+    for (f = 0; f < m->n_features; f++) {
+        if (!ec_q_input(x, type, f, &v))
+            return EC_ERR_INPUT;
+    }
+    for (f = 0; f < m->n_features; f++) {
+        (void)ec_q_input(x, type, f, &v);
+        (void)ec_q_from_binary64(m->in_center_bits[f], &c); /* finite: rule 2 */
+        c.neg = !c.neg;                                      /* x + (-center) */
+        v = ec_q_add53(v, c);
+        v.exp += m->in_shift[f];                             /* * 2^in_shift */
+        frame[f] = ec_q_rint_clip(v);
+    }
+    return EC_OK;
+}
+
+static uint32_t forest_features(const ec_model *model)
+{
+    return EC_CSTATE(ec_forest_state, model)->n_features; /* input and frame alike */
+}
+
+static uint32_t forest_decision_len(const ec_model *model)
+{
+    const ec_forest_state *m = EC_CSTATE(ec_forest_state, model);
+    return m->n_trees + m->n_classes; /* leaves, then votes */
+}
+
+const EC_ROM ec_kind_ops ec_forest_ops = {
+    EC_KIND_FOREST, forest_open, forest_features, forest_features, forest_decision_len,
+    forest_workspace_bytes, forest_infer
+};

@@ -38,14 +38,16 @@ within one quantizer step of a threshold.
 Imports numpy and numba only.
 """
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .. import accounting
-from .._validation import _fail, check_finite, check_meta, check_scalar
-from ..artifact import Container, ContainerError, read_container
+from .._validation import check_finite, check_meta, check_scalar, fail
+from ..artifact import Container, read_container
 from ..device import Device, Inference, register_kind
-from ..ecoc import quantize_inputs
-from ..errors import FrameError
+from ..errors import ContainerError, FrameError
+from .ecoc import quantize_inputs
 from ._kernels.forest import (LAYOUT_DEPTH, LAYOUT_FEATURE, LAYOUT_LEFT, LAYOUT_RANGE,
                               LAYOUT_RIGHT, LAYOUT_ROOT, LAYOUT_UNUSED, _forest_layout,
                               _forest_leaves, _forest_votes)
@@ -176,7 +178,7 @@ def _require_unsigned(container, name, dtypes, shape):
     arr = container.arrays[name]
     if arr.dtype.newbyteorder("=") not in dtypes:
         names = " or ".join(dt.name for dt in dtypes)
-        _fail(KIND, f"array {name!r} must have dtype {names}; got {arr.dtype.name}")
+        fail(KIND, f"array {name!r} must have dtype {names}; got {arr.dtype.name}")
     return container.require(name, arr.dtype, shape)
 
 
@@ -193,14 +195,14 @@ def check_forest(container):
     center = req("in_center", np.float64, (None,))
     d = center.shape[0]
     if d < 1:
-        _fail(KIND, "array 'in_center' must have at least one feature; got shape (0,)")
+        fail(KIND, "array 'in_center' must have at least one feature; got shape (0,)")
     check_finite(KIND, "in_center", center)
     shift = req("in_shift", np.int8, (d,))
     # rule 3: trees
     root = _require_unsigned(container, "tree_root", _REF_DTYPES, (None,))
     n_trees = root.shape[0]
     if n_trees < 1:
-        _fail(KIND, "array 'tree_root' must have at least one tree; got shape (0,)")
+        fail(KIND, "array 'tree_root' must have at least one tree; got shape (0,)")
     # rule 4: the decision nodes, one reference dtype for both children
     feat = _require_unsigned(container, "node_feature", _REF_DTYPES, (None,))
     n = feat.shape[0]
@@ -208,14 +210,14 @@ def check_forest(container):
     left = _require_unsigned(container, "node_left", _REF_DTYPES, (n,))
     right = _require_unsigned(container, "node_right", _REF_DTYPES, (n,))
     if left.dtype != right.dtype:
-        _fail(KIND, f"arrays 'node_left' and 'node_right' must have one dtype; got "
+        fail(KIND, f"arrays 'node_left' and 'node_right' must have one dtype; got "
                     f"{left.dtype.name} and {right.dtype.name}")
     # rule 5: the leaves
     if "leaf_value" in container.arrays:
         lv = _require_unsigned(container, "leaf_value", _LEAF_DTYPES, (None, n_classes))
         n_leaves = lv.shape[0]
         if n_leaves < 1:
-            _fail(KIND, "array 'leaf_value' must have at least one leaf; got shape "
+            fail(KIND, "array 'leaf_value' must have at least one leaf; got shape "
                         f"{lv.shape}")
         leaf = "proba"
     else:
@@ -240,12 +242,12 @@ def check_forest(container):
             got = f"node_left[{at}] = {left[at]}"
         else:
             got = f"a walk reaching node {at}"
-        _fail(KIND, f"array {name!r} {rule}; got {got}")
+        fail(KIND, f"array {name!r} {rule}; got {got}")
     check_meta(container, FOREST_META, lengths={"classes": n_classes},
                values={"leaf": leaf})
     if lv is not None and "leaf_bits" in container.meta and \
             container.meta["leaf_bits"] != 8 * lv.dtype.itemsize:
-        _fail(KIND, f"metadata key 'leaf_bits' must be {8 * lv.dtype.itemsize} (the dtype of "
+        fail(KIND, f"metadata key 'leaf_bits' must be {8 * lv.dtype.itemsize} (the dtype of "
                     f"'leaf_value'); got {container.meta['leaf_bits']!r}")
     return {"n_classes": n_classes, "in_center": center, "in_shift": shift, "tree_root": root,
             "node_feature": feat, "node_threshold": thr, "node_left": left,
@@ -282,9 +284,11 @@ class ForestDevice(Device):
     c_switch = "EC_WITH_FOREST"
     #: (flash, RAM) bytes the C runtime adds beside the image and the model's
     #: buffers (code and constants; worst-case stack of open + one inference),
-    #: measured with ``edgecode firmware --build`` at -O2, this kind only
-    #: (``benchmarks/README.md``, "Forest").
-    runtime_bytes = {"cortex-m0": (5251, 688), "cortex-m4": (4083, 648)}
+    #: measured with ``edgecode firmware --build`` at -O2, this kind only:
+    #: cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``; the
+    #: largest over node widths (the walk compiled in differs by up to 19 B)
+    #: (``benchmarks/README.md``, "Tree forests").
+    runtime_bytes = MappingProxyType({"cortex-m0": (5235, 728), "cortex-m4": (4049, 688)})
 
     def __init__(self, container):
         if not isinstance(container, Container):
@@ -310,8 +314,10 @@ class ForestDevice(Device):
 
     @classmethod
     def check_container(cls, container):
-        """The kind's schema and consistency rules (:func:`check_forest`), raising
-        :class:`~firmware_sim.errors.ContainerError`; returns the validated arrays."""
+        """Rules of kind ``forest`` (:func:`check_forest`, ``docs/container_format.md``),
+        raising :class:`~firmware_sim.errors.ContainerError`; returns the validated
+        arrays."""
+        super().check_container(container)
         return check_forest(container)
 
     @property
@@ -386,17 +392,8 @@ class ForestDevice(Device):
 
     # ---------------------------------------------- what shared code asks of a kind
     def decision_layout(self):
-        """Names and widths of the decision integers, in the C runner's order."""
+        """The leaf id every tree reached, then the votes of the classes."""
         return (("leaves", self.n_trees), ("votes", self.n_classes))
-
-    def decision_rows(self, frames):
-        """``(labels int64 (t,), decision int64 (t, T + C))``: what the C runner
-        prints per frame (label, then the leaves, then the votes)."""
-        inf = self.infer(frames)
-        t = np.asarray(frames).shape[0]
-        parts = [np.asarray(inf.decision[name], np.int64).reshape(t, width)
-                 for name, width in self.decision_layout()]
-        return np.asarray(inf.labels, np.int64), np.hstack(parts)
 
     def c_defines(self):
         """``ec_config.h`` settings of a firmware written for this model alone: the
@@ -458,4 +455,4 @@ def load_forest(source):
     return ForestDevice(container)
 
 
-register_kind(ForestDevice.kind, ForestDevice.kind_code, ForestDevice)
+register_kind(ForestDevice)
