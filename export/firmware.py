@@ -85,13 +85,17 @@ def decision_integers(device, frames):
 def runtime_sources(kind=None):
     """The runtime's C files in link order: :data:`CORE_SOURCES`, then the
     ``c_sources`` of the registered kind ``kind`` (a name or a device class),
-    or of every registered kind (None).
+    or (None) of every registered kind whose files ``firmware_sim/c`` ships
+    (a kind registered elsewhere that names files the folder lacks has no C
+    runtime here: it is left out, and :func:`write_firmware` refuses its
+    images by name).
 
     >>> runtime_sources("protected_nb")
     ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c']
     """
     if kind is None:
-        classes = firmware_sim.device_kinds().values()
+        classes = [c for c in firmware_sim.device_kinds().values()
+                   if c.c_sources and not _missing_sources(c)]
     elif isinstance(kind, type):
         classes = [kind]
     else:
@@ -104,6 +108,11 @@ def runtime_sources(kind=None):
     for cls in classes:
         out += [name for name in cls.c_sources if name not in out]
     return out
+
+
+def _missing_sources(cls):
+    """The ``c_sources`` of a device class that ``firmware_sim/c`` does not hold."""
+    return [name for name in cls.c_sources if not (_C_DIR / name).is_file()]
 
 
 def __getattr__(name):
@@ -120,6 +129,10 @@ def _c_runtime(device):
     if not cls.c_sources or not cls.c_switch:
         raise ValueError(f"kind {device.container.kind!r} has no C runtime (its device class "
                          f"{cls.__name__} names no c_sources / c_switch): no firmware")
+    missing = _missing_sources(cls)
+    if missing:
+        raise ValueError(f"kind {device.container.kind!r} has no C runtime here: its device "
+                         f"class {cls.__name__} names {missing}, which {_C_DIR} does not hold")
     return cls
 
 
