@@ -43,18 +43,14 @@ from firmware_sim.artifact import Container, read_container
 
 __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "run_firmware_measured",
            "toolchain_missing", "FirmwareBuild", "FirmwareRun", "decision_integers",
-           "RUNTIME_SOURCES", "RUNTIME_HEADERS", "remove_stale_sources", "target_profile",
-           "target_limits", "oversize"]
+           "runtime_sources", "CORE_SOURCES", "RUNTIME_HEADERS",
+           "remove_stale_sources", "target_profile", "target_limits", "oversize"]
 
-#: The C sources of the runtime (``firmware_sim/c``), in link order.
-RUNTIME_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c", "ec_nb.c", "ec_ecoc.c",
-                   "ec_ssbc.c")
+#: The runtime's own C sources (``firmware_sim/c``), in link order; each kind
+#: adds its ``c_sources`` (a hook of its device class) after them.
+CORE_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c")
 #: Its headers: the API, what a kind implements, the kind table.
 RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h")
-
-#: The source file and ``ec_config.h`` switch of each model kind.
-KIND_SOURCES = {"protected_nb": ("ec_nb.c", "EC_WITH_NB"), "ecoc": ("ec_ecoc.c", "EC_WITH_ECOC"),
-                "ssbc": ("ec_ssbc.c", "EC_WITH_SSBC")}
 
 _C_DIR = Path(firmware_sim.__file__).resolve().parent / "c"
 
@@ -79,38 +75,65 @@ def _image_bytes(artifact):
         return fh.read()
 
 
-def _workspace_bytes(device):
-    """Upper bound of ``ec_workspace_bytes`` for the generated ``model_config.h``
-    (the runner refuses to run if the runtime asks for more)."""
-    kind = device.container.kind
-    if kind == "ssbc":
-        extra = 0
-        if device.has_table:
-            extra = 16 * device.knn_k + 8 * device.n_classes + 16
-        return 8 * device.n_bits + extra + 64
-    if kind == "ecoc":
-        return 8 * (device.n_columns + device.n_classes) + 64
-    return 64
-
-
 def decision_integers(device, frames):
-    """The runner's expected output: (labels, decision rows) of ``device.infer``,
-    in the C runtime's order (NB: accumulator; ECOC: symbols then doubled
-    distances; SSBC: code bits then, with a table, the nearest distance;
-    label -1 where the device computes no label)."""
-    inf = device.infer(frames)
-    t = np.asarray(frames).shape[0]
-    labels = np.full(t, -1, np.int64) if inf.labels is None else np.asarray(inf.labels, np.int64)
-    kind = device.container.kind
-    if kind == "protected_nb":
-        parts = [inf.decision["accumulator"][:, None]]
-    elif kind == "ecoc":
-        parts = [inf.decision["symbols"], inf.decision["distances"]]
+    """The runner's expected output for ``frames``: ``device.decision_rows(frames)``,
+    int64 labels (-1 where the device computes none) and the decision integers
+    in the C runtime's order (the kind's ``decision_layout``)."""
+    return device.decision_rows(frames)
+
+
+def runtime_sources(kind=None):
+    """The runtime's C files in link order: :data:`CORE_SOURCES`, then the
+    ``c_sources`` of the registered kind ``kind`` (a name or a device class),
+    or (None) of every registered kind whose files ``firmware_sim/c`` ships
+    (a kind registered elsewhere that names files the folder lacks has no C
+    runtime here: it is left out, and :func:`write_firmware` refuses its
+    images by name).
+
+    >>> runtime_sources("protected_nb")
+    ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c']
+    """
+    if kind is None:
+        classes = [c for c in firmware_sim.device_kinds().values()
+                   if c.c_sources and not _missing_sources(c)]
+    elif isinstance(kind, type):
+        classes = [kind]
     else:
-        parts = [inf.decision["code_bits"]]
-        if "nearest_distance" in inf.decision:
-            parts.append(inf.decision["nearest_distance"][:, None])
-    return labels, np.hstack([np.asarray(p, np.int64).reshape(t, -1) for p in parts])
+        cls = firmware_sim.device_kinds().get(kind)
+        if cls is None:
+            raise ValueError(f"no device kind {kind!r} is registered; known: "
+                             f"{sorted(firmware_sim.device_kinds())}")
+        classes = [cls]
+    out = list(CORE_SOURCES)
+    for cls in classes:
+        out += [name for name in cls.c_sources if name not in out]
+    return out
+
+
+def _missing_sources(cls):
+    """The ``c_sources`` of a device class that ``firmware_sim/c`` does not hold."""
+    return [name for name in cls.c_sources if not (_C_DIR / name).is_file()]
+
+
+def __getattr__(name):
+    """``RUNTIME_SOURCES``: every registered kind's :func:`runtime_sources`, as a
+    tuple (computed when asked, so a kind registered later is in it)."""
+    if name == "RUNTIME_SOURCES":
+        return tuple(runtime_sources())
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _c_runtime(device):
+    """The device's class, refused when its kind has no C runtime."""
+    cls = type(device)
+    if not cls.c_sources or not cls.c_switch:
+        raise ValueError(f"kind {device.container.kind!r} has no C runtime (its device class "
+                         f"{cls.__name__} names no c_sources / c_switch): no firmware")
+    missing = _missing_sources(cls)
+    if missing:
+        raise ValueError(f"kind {device.container.kind!r} has no C runtime here: its device "
+                         f"class {cls.__name__} names {missing}, which {_C_DIR} does not hold")
+    return cls
 
 
 _MAKEFILE = """\
@@ -281,10 +304,11 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
 
 def _write_files(raw, device, out, t, kinds):
     kind = device.container.kind
-    sources = _runtime_sources(kind if kinds == "model" else None)
+    cls = _c_runtime(device)
+    sources = runtime_sources(cls if kinds == "model" else None)
     glue = t.glue()
     keep = {name for _, name in glue} | {t.image_source}
-    for name in RUNTIME_SOURCES + _TARGET_FILES:
+    for name in runtime_sources() + list(_TARGET_FILES):
         if name not in sources and name not in keep:
             (out / name).unlink(missing_ok=True)
     files = []
@@ -295,13 +319,16 @@ def _write_files(raw, device, out, t, kinds):
         shutil.copyfile(_C_DIR / src, out / name)
         files.append(name)
     if kinds == "model":
-        macro = KIND_SOURCES[kind][1]
+        macro = cls.c_switch
+        own = "".join(f"#ifndef {k}\n#define {k} {int(v)}   /* this model's */\n#endif\n"
+                      for k, v in device.c_defines().items())
         (out / "ec_config.h").write_text(
             "/* ec_config.h - the model kinds compiled in (generated by `edgecode firmware`:\n"
             f"   this firmware runs {kind} images only; see firmware_sim/c/ec_config.h). */\n"
             "#ifndef EC_CONFIG_H\n#define EC_CONFIG_H\n"
             "#ifndef EC_ALL_KINDS\n#define EC_ALL_KINDS 0\n#endif\n"
             f"#ifndef {macro}\n#define {macro} 1\n#endif\n"
+            + own +
             "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
             "#endif /* EC_CONFIG_H */\n")
     else:
@@ -313,8 +340,8 @@ def _write_files(raw, device, out, t, kinds):
     (out / t.image_source).write_text(_image_file(raw, t))
     (out / "model_image.h").write_text(_MODEL_IMAGE_H.format(source=t.image_source))
     frame_width = int(device.frame_width)
-    dlen = _decision_len(device)
-    ws = _workspace_bytes(device)
+    dlen = sum(int(width) for _, width in device.decision_layout())
+    ws = int(device.workspace_bytes())
     (out / "model_config.h").write_text(
         "/* Sizes of this model (generated by `edgecode firmware`). */\n"
         "#ifndef EC_MODEL_CONFIG_H\n#define EC_MODEL_CONFIG_H\n"
@@ -421,7 +448,7 @@ def remove_stale_sources(out_dir, sources, files=None):
     files (``model_image.c`` after an AVR rewrite, ``startup.c``, ...).
     Returns the names removed."""
     gone = []
-    stale = [n for n in RUNTIME_SOURCES if n not in sources]
+    stale = [n for n in runtime_sources() if n not in sources]
     if files is not None:
         stale += [n for n in _TARGET_FILES if n not in files]
     for name in stale:
@@ -487,22 +514,6 @@ def oversize(profile, flash_bytes, ram_bytes, *, measured=True):
     est = "" if measured else " (estimate: image + the runtime's measured code and stack)"
     desc = f" ({profile.description})" if BUILTIN_PROFILES.get(profile.name) is profile else ""
     return " and ".join(over) + f" of profile {profile.name}{desc}" + est
-
-
-def _runtime_sources(kind=None):
-    """The runtime's C files for one kind (None: every kind), in link order."""
-    if kind is None:
-        return list(RUNTIME_SOURCES)
-    return ["ec_container.c", "ec_model.c", "ec_quantize.c", KIND_SOURCES[kind][0]]
-
-
-def _decision_len(device):
-    kind = device.container.kind
-    if kind == "protected_nb":
-        return 1
-    if kind == "ecoc":
-        return device.n_columns + device.n_classes
-    return device.n_bits + (1 if device.has_table else 0)
 
 
 @dataclass
@@ -604,7 +615,7 @@ def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=Tr
                            f"run write_firmware for {t.name} first")
     probe = probe and not sanitize
     opt = t.opt if opt is None else opt
-    sources = [n for n in RUNTIME_SOURCES if (d / n).is_file()] + [t.image_source]
+    sources = [n for n in runtime_sources() if (d / n).is_file()] + [t.image_source]
     cflags = _WARN + [opt] + t.compile_flags() + ["-include", "model_config.h", "-I", str(d),
                                                   "-ffunction-sections", "-fdata-sections"]
     if sanitize:

@@ -97,6 +97,7 @@ class BaseDevice:
     ``stage_symbols``                2 (intermediate results are bits)
     ``default_site``                 ``"wire"``
     ``c_sources``, ``c_switch``      ``()``, ``None``: no C runtime
+    ``c_defines()``                  ``{}``: no ``ec_config.h`` settings of its own
     ``runtime_bytes``                ``{}``: no measured C runtime on any profile
     ``check_container(container)``   the container's kind is ``kind``
     ``decision_layout()``            ``()``: no decision integers in the C runner
@@ -195,6 +196,14 @@ class BaseDevice:
             parts.append(part)
         rows = np.hstack(parts) if parts else np.empty((t, 0), np.int64)
         return labels, rows
+
+    def c_defines(self) -> Mapping[str, int]:
+        """``ec_config.h`` settings (macro -> integer) of a firmware written for
+        this model alone, beside the kind's switch: ``edgecode firmware`` writes
+        each as ``#define`` (unless the compiler's command line defines it),
+        e.g. to compile in only the code paths this image needs. The default
+        has none."""
+        return {}
 
     def workspace_bytes(self) -> int:
         """Upper bound of the C runtime's ``ec_workspace_bytes`` for this image

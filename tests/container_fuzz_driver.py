@@ -20,12 +20,16 @@ pass the checksum and reach the consistency rules:
 * ``drop`` / ``shorten`` / ``extend`` / ``cast``: an array removed, one entry
   shorter or longer, or another dtype (the container is rewritten).
 
-Each mutant must either be refused with ``ContainerError`` when loaded, or
-load and run: ``predict`` (and the kind's other inference entry points,
-``infer`` on int16 frames with the extreme values when the device has it)
-on a few inputs must finish with outputs in range (labels in
-[0, n_classes), bits 0/1), and ``resources()`` must return. Anything else is
-a failure. One line per mutant goes to stderr *before* it runs (the last line
+Every registered kind is fuzzed (``firmware_sim.device_kinds()``: a mutant is
+loaded by the image's own kind's device class). Each mutant must either be
+refused with ``ContainerError`` when loaded, or load and run: the device
+contract on a few frames (``infer`` on random frames with the extreme values,
+``stage`` then ``finish``, ``finish`` of random intermediate results,
+``decision_rows``, the wire round trip) must finish with outputs in range
+(labels in [0, n_classes), intermediate results in [0, stage_symbols)),
+so must the kind's own entry points where it has more (``EXTRAS``:
+``predict``, ``decode``, ...), and ``resources()`` must return. Anything
+else is a failure. One line per mutant goes to stderr *before* it runs (the last line
 names the culprit of a crash or hang); the summary is one JSON line on stdout:
 ``{"images": [{"image", "kind", "mutants", "refused", "ran", "failures"}]}``.
 """
@@ -45,11 +49,15 @@ from firmware_sim.artifact import (
     read_container,
     write_container,
 )
-from firmware_sim.ecoc import load_ecoc
-from firmware_sim.naive_bayes import load_protected_nb
-from firmware_sim.ssbc import load_ssbc
+from firmware_sim.contract import device_kinds
 
-LOADERS = {"protected_nb": load_protected_nb, "ecoc": load_ecoc, "ssbc": load_ssbc}
+
+def loader(kind):
+    """The device class of ``kind`` opening raw bytes (a mutant of another kind is
+    refused by its ``check_container``)."""
+    cls = device_kinds()[kind]
+    return lambda raw: cls(read_container(raw))
+
 _ENTRY = np.dtype([("name", "V32"), ("dtype", "u1"), ("ndim", "u1"), ("reserved0", "<u2"),
                    ("shape", "<u4", (4,)), ("offset", "<u4"), ("nbytes", "<u4"),
                    ("reserved1", "<u4")])
@@ -211,51 +219,102 @@ def _int16_frames(rng, t, d):
     return q
 
 
+def _frames(dev, rng, t):
+    """Random frames the device reads, with the extreme values."""
+    if dev.frame_dtype == np.uint8:
+        bits = rng.integers(0, 2, (t, dev.frame_width)).astype(np.uint8)
+        bits[0] = 1
+        bits[1] = 0
+        return bits
+    return _int16_frames(rng, t, dev.frame_width)
+
+
+def exercise_contract(dev, rng, t=6):
+    """The device contract on a few frames (every kind)."""
+    n_classes = getattr(dev, "n_classes", None)
+
+    def labels_ok(labels, what):
+        if labels is None:
+            return
+        if n_classes is not None:
+            _check_labels(labels, t, n_classes, what)
+        elif np.asarray(labels).shape != (t,) or (np.size(labels) and np.min(labels) < 0):
+            raise AssertionError(f"{what}: labels {np.asarray(labels).tolist()}")
+
+    frames = _frames(dev, rng, t)
+    inf = dev.infer(frames)
+    labels_ok(inf.labels, "infer")
+    mid = np.asarray(dev.stage(frames))
+    symbols = int(dev.stage_symbols)
+    if mid.shape[0] != t or (mid.size and (mid.min() < 0 or mid.max() >= symbols)):
+        raise AssertionError(f"stage: shape {mid.shape}, values outside [0, {symbols})")
+    if inf.labels is not None:
+        got = np.asarray(dev.finish(mid))
+        if not np.array_equal(got, inf.labels):
+            raise AssertionError(f"finish(stage) {got.tolist()} != infer "
+                                 f"{np.asarray(inf.labels).tolist()}")
+        noisy = rng.integers(0, symbols, mid.shape).astype(mid.dtype)
+        labels_ok(dev.finish(noisy), "finish(noisy intermediate)")
+    lab, rows = dev.decision_rows(frames)
+    width = sum(int(w) for _, w in dev.decision_layout())
+    if np.asarray(lab).shape != (t,) or np.asarray(rows).shape != (t, width):
+        raise AssertionError(f"decision_rows: shapes {np.shape(lab)}, {np.shape(rows)}; "
+                             f"layout width {width}")
+    back = dev.frames_from_wire(dev.wire_bits(frames))
+    if not np.array_equal(back, frames):
+        raise AssertionError("frames_from_wire(wire_bits(frames)) != frames")
+
+
+def _extra_protected_nb(dev, rng, t):
+    X = rng.integers(0, 2, (t, dev.n_features)).astype(np.uint8)
+    X[0] = 1
+    X[1] = 0
+    _check_labels(dev.predict(X), t, 2, "predict")
+    bits = rng.integers(0, 2, (t, dev.total_bits)).astype(np.uint8)
+    _check_labels(dev.predict_bits(bits), t, 2, "predict_bits")
+
+
+def _extra_ecoc(dev, rng, t):
+    q = _int16_frames(rng, t, dev.n_features)
+    sym = dev.learner_outputs(q)
+    if sym.min() < 0 or sym.max() >= dev.n_symbols:
+        raise AssertionError(f"learner outputs {sym.tolist()} outside [0, {dev.n_symbols})")
+    _check_labels(dev.predict(q), t, dev.n_classes, "predict")
+    _check_labels(dev.decode(dev.corrupt(sym, 0.5, random_state=0)), t, dev.n_classes,
+                  "decode(corrupt)")
+    Xf = rng.normal(0, 1e3, (t, dev.n_features))
+    _check_labels(dev.predict(dev.quantize(Xf)), t, dev.n_classes, "predict(quantize)")
+
+
+def _extra_ssbc(dev, rng, t):
+    X = rng.normal(0, 4, (t, dev.n_features))
+    X[0] = 1e6
+    X[1] = -1e6
+    b = dev.bits(X)
+    if b.shape != (t, dev.n_bits) or (b.size and b.max() > 1):
+        raise AssertionError(f"bits of shape {b.shape} / values {np.unique(b).tolist()}")
+    if dev.has_table:
+        _check_labels(dev.predict(X), t, dev.n_classes, "predict")
+        _check_labels(dev.predict_noisy(X, 0.3, 0.3, random_state=0), t, dev.n_classes,
+                      "predict_noisy")
+
+
+#: Entry points some kinds have beyond the contract (by kind).
+EXTRAS = {"protected_nb": _extra_protected_nb, "ecoc": _extra_ecoc, "ssbc": _extra_ssbc}
+
+
 def exercise(dev, kind, rng, t=6):
     """Run the loaded device on a few inputs; raise AssertionError on out-of-range output."""
-    if kind == "protected_nb":
-        X = rng.integers(0, 2, (t, dev.n_features)).astype(np.uint8)
-        X[0] = 1
-        X[1] = 0
-        _check_labels(dev.predict(X), t, 2, "predict")
-        bits = rng.integers(0, 2, (t, dev.total_bits)).astype(np.uint8)
-        _check_labels(dev.predict_bits(bits), t, 2, "predict_bits")
-        if hasattr(dev, "infer"):
-            _check_labels(dev.infer(bits).labels, t, 2, "infer")
-    elif kind == "ecoc":
-        q = _int16_frames(rng, t, dev.n_features)
-        sym = dev.learner_outputs(q)
-        if sym.min() < 0 or sym.max() >= dev.n_symbols:
-            raise AssertionError(f"learner outputs {sym.tolist()} outside [0, {dev.n_symbols})")
-        _check_labels(dev.predict(q), t, dev.n_classes, "predict")
-        _check_labels(dev.decode(dev.corrupt(sym, 0.5, random_state=0)), t, dev.n_classes,
-                      "decode(corrupt)")
-        Xf = rng.normal(0, 1e3, (t, dev.n_features))
-        _check_labels(dev.predict(dev.quantize(Xf)), t, dev.n_classes, "predict(quantize)")
-        if hasattr(dev, "infer"):
-            _check_labels(dev.infer(q).labels, t, dev.n_classes, "infer")
-    else:
-        X = rng.normal(0, 4, (t, dev.n_features))
-        X[0] = 1e6
-        X[1] = -1e6
-        b = dev.bits(X)
-        if b.shape != (t, dev.n_bits) or (b.size and b.max() > 1):
-            raise AssertionError(f"bits of shape {b.shape} / values {np.unique(b).tolist()}")
-        if dev.has_table:
-            _check_labels(dev.predict(X), t, dev.n_classes, "predict")
-            _check_labels(dev.predict_noisy(X, 0.3, 0.3, random_state=0), t, dev.n_classes,
-                          "predict_noisy")
-        if hasattr(dev, "infer"):
-            inf = dev.infer(_int16_frames(rng, t, dev.n_features))
-            if dev.has_table:
-                _check_labels(inf.labels, t, dev.n_classes, "infer")
+    exercise_contract(dev, rng, t)
+    if kind in EXTRAS:
+        EXTRAS[kind](dev, rng, t)
     dev.resources()
 
 
 def fuzz_image(path, max_flips, per_array, seed=0):
     raw = open(path, "rb").read()
     kind = read_container(raw).kind
-    load = LOADERS[kind]
+    load = loader(kind)
     rng = np.random.default_rng(seed)
     exercise(load(raw), kind, rng)          # the clean image loads and runs
     stats = {"image": str(path), "kind": kind, "mutants": 0, "refused": 0, "ran": 0,

@@ -103,14 +103,8 @@ def has_example(spec):
 
 
 def has_c_runtime(kind):
-    """The device kind ships C sources (``c_sources`` of its device class; before the
-    device hooks, ``export.firmware.KIND_SOURCES``)."""
-    cls = firmware_sim.device_kinds()[kind]
-    sources = getattr(cls, "c_sources", None)
-    if sources is None:
-        from export.firmware import KIND_SOURCES
-        return kind in KIND_SOURCES
-    return bool(sources)
+    """The device kind ships C sources (``c_sources`` of its device class)."""
+    return bool(firmware_sim.device_kinds()[kind].c_sources)
 
 
 def fit_example(spec, variant, labels, folder):

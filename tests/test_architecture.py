@@ -209,7 +209,8 @@ def test_library_modules_never_import_the_command_line():
 #: Bridge modules shared by every kind: they loop over export.registry.
 SHARED_BRIDGE = ("export/_budget_space.py", "export/budget.py", "export/analytics.py",
                  "export/_closed_forms.py", "export/registry.py", "export/report.py",
-                 "export/cli/budget.py", "export/cli/campaign.py")
+                 "export/cli/budget.py", "export/cli/campaign.py", "export/firmware.py",
+                 "export/targets.py", "export/cli/firmware.py")
 
 
 def test_shared_bridge_modules_name_no_kind():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import firmware_sim
-from export.firmware import RUNTIME_SOURCES, build_firmware, check_images, toolchain_missing, \
+from export.firmware import build_firmware, check_images, runtime_sources, toolchain_missing, \
     write_firmware
 from firmware_sim.artifact import ContainerError, read_container, write_container
 
@@ -39,7 +39,7 @@ def _compile(fw_dir, program, name="prog", flags=(), sanitize=True):
     fw_dir = Path(fw_dir)
     src = fw_dir / f"{name}.c"
     src.write_text(program)
-    sources = [str(fw_dir / n) for n in RUNTIME_SOURCES if (fw_dir / n).is_file()]
+    sources = [str(fw_dir / n) for n in runtime_sources() if (fw_dir / n).is_file()]
     exe = fw_dir / name
     cmd = ["gcc", *WARN, "-O1", "-I", str(fw_dir), *flags, *sources,
            str(fw_dir / "model_image.c"), str(src), "-o", str(exe)]
@@ -294,7 +294,7 @@ def _run_on(target, fw_dir, program, text, flags=()):
     t = TARGETS[target]
     d = Path(fw_dir)
     (d / "prog.c").write_text(program)
-    sources = [str(d / n) for n in RUNTIME_SOURCES if (d / n).is_file()]
+    sources = [str(d / n) for n in runtime_sources() if (d / n).is_file()]
     cmd = [t.cc, *t.cpu_flags, *WARN, "-O2", "-I", str(d), "--specs=rdimon.specs",
            "-DINPUT_FILE=\"frames.txt\"", *flags, "-T", str(d / "link.ld"), "-nostartfiles",
            *sources, str(d / "model_image.c"), str(d / "startup.c"), str(d / "prog.c"),
@@ -519,3 +519,27 @@ def test_the_main_c_of_the_docs_builds_and_names_the_classes(tmp_path, monkeypat
             out = _run(tmp_path / "classify", text).splitlines()
             assert out == _names_of(dev, dev.encode(rows)), name
     assert _run(tmp_path / "classify", "0 1 nan 1\n").startswith("error: input")
+
+
+def test_a_kind_whose_c_files_the_runtime_lacks_is_left_out_and_refused_by_name(tmp_path):
+    """The firmware writer asks the registered device classes (issue 25): a kind
+    registered elsewhere whose ``c_sources`` ``firmware_sim/c`` does not hold is
+    not among every kind's sources, and its images are refused by name."""
+    from export.firmware import runtime_sources
+    from firmware_sim.device import Device, register_kind
+
+    class _NoCFiles(Device):
+        kind, kind_code = "toy_no_c_files", 243
+        c_sources, c_switch = ("ec_toy_no_c_files.c",), "EC_WITH_TOY_NO_C_FILES"
+
+        def __init__(self, container):
+            self.check_container(container)
+            self.container = container
+
+    register_kind(_NoCFiles)
+    every = runtime_sources()
+    assert "ec_toy_no_c_files.c" not in every and {"ec_nb.c", "ec_forest.c"} <= set(every)
+    raw = write_container(None, "toy_no_c_files", {"x": np.zeros(1, np.uint8)})
+    with pytest.raises(ValueError, match="names \\['ec_toy_no_c_files.c'\\], which"):
+        write_firmware(raw, tmp_path / "fw", "host")
+    assert not (tmp_path / "fw").exists()

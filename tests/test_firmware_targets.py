@@ -26,15 +26,27 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_firmware import _assert_parity, _frames, _model  # noqa: E402
+from test_firmware import _assert_parity, _frames  # noqa: E402
+from test_firmware import _model as _builtin_model  # noqa: E402
+from test_forest_firmware import _model as _forest_model  # noqa: E402
 
 from export.firmware import TARGETS, build_firmware, run_firmware_measured, \
     toolchain_missing, write_firmware  # noqa: E402
 
 CI = bool(os.environ.get("EDGECODE_CI"))
 NEW_TARGETS = ("atmega328p", "atmega2560", "rv32imac")
-#: Every kind, small enough for the ATmega328P's 32 KB of flash and 2 KB of RAM.
-MODELS = ("nb_greedy", "ecoc_linear_binary", "ecoc_tree_3ary", "ssbc_table", "ssbc_codes_only")
+#: Every kind, small enough for the ATmega328P's 32 KB of flash and 2 KB of RAM
+#: (forests: class leaves with uint8 references, 8-bit probabilities on glass).
+MODELS = ("nb_greedy", "ecoc_linear_binary", "ecoc_tree_3ary", "ssbc_table", "ssbc_codes_only",
+          "forest_rf_class", "forest_extra_glass_u8")
+
+
+def _model(name):
+    """(device, rows) of a test model: tests/test_firmware.py's, or with the prefix
+    ``forest_`` tests/test_forest_firmware.py's."""
+    if name.startswith("forest_"):
+        return _forest_model(name[len("forest_"):])
+    return _builtin_model(name)
 
 
 def _need(target):
@@ -157,7 +169,7 @@ def test_the_runtime_compiles_cleanly_for_the_target_with_every_kind_and_floats(
     """-Wall -Wextra -Werror -pedantic, every kind and EC_WITH_FLOAT; on AVR at
     -O1 to -O3 and -Os (avr-gcc 5.4 crashed on the __flash loops of
     ec_image_open, ec_image_find and ecoc_open before the workarounds)."""
-    from export.firmware import RUNTIME_SOURCES, _C_DIR
+    from export.firmware import _C_DIR, runtime_sources
 
     _need(target)
     t = TARGETS[target]
@@ -173,7 +185,7 @@ def test_the_runtime_compiles_cleanly_for_the_target_with_every_kind_and_floats(
 
     with ThreadPoolExecutor(2) as ex:
         for opt, src, code, err in ex.map(compile_one, [(o, s) for o in opts
-                                                        for s in RUNTIME_SOURCES]):
+                                                        for s in runtime_sources()]):
             assert code == 0, (opt, src, err)
 
 

@@ -24,6 +24,7 @@ from . import campaign as _campaign
 from . import codes as _codes
 from . import ecoc as _ecoc
 from . import firmware as _firmware
+from . import forest as _forest
 from . import hashing as _hashing
 from . import naive_bayes as _nb
 from .naive_bayes import run_plan, run_simulate
@@ -112,6 +113,7 @@ def _build_parser():
     for mod in COMMAND_MODULES:
         mod.register(sub)
     _budget.register(sub)       # not a demo stage
+    _forest.register(sub)       # not a demo stage
     return p
 
 

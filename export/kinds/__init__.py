@@ -14,5 +14,6 @@ hook runs), so ``edgecode --help`` stays fast.
 """
 
 from . import naive_bayes, ecoc, ssbc  # noqa: F401  (each registers its spec)
+from . import forest  # noqa: F401  (tree forests)
 
 __all__ = ["naive_bayes", "ecoc", "ssbc"]

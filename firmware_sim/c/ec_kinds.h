@@ -18,3 +18,6 @@ EC_KIND_ENTRY(ec_ecoc_ops, ec_ecoc_quantize)   /* ECOC ensembles (2): ec_ecoc.c 
 #if EC_ALL_KINDS || (defined(EC_WITH_SSBC) && EC_WITH_SSBC)
 EC_KIND_ENTRY(ec_ssbc_ops, ec_ssbc_quantize)   /* spectral binary codes (3): ec_ssbc.c */
 #endif
+#if EC_ALL_KINDS || (defined(EC_WITH_FOREST) && EC_WITH_FOREST)
+EC_KIND_ENTRY(ec_forest_ops, ec_forest_quantize)   /* tree forests (4): ec_forest.c */
+#endif

@@ -15,5 +15,6 @@ and one import line here (see ``docs/architecture.md``).
 from . import naive_bayes  # noqa: I001  (registration order: kind codes 1, 2, 3)
 from . import ecoc
 from . import ssbc
+from . import forest  # noqa: F401  (tree forests, kind code 4)
 
 __all__ = ["naive_bayes", "ecoc", "ssbc"]
