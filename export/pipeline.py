@@ -81,7 +81,7 @@ def _refuse(where, step, why=None):
     msg = (f"cannot fold pipeline step {where} ({name}) into the device arrays"
            + (f": {why}" if why else "")
            + "; the steps that fold are: " + "; ".join(FOLDABLE)
-           + ". Apply other preprocessing before calling export, and fit the ECOCClassifier "
+           + ". Apply other preprocessing before calling export, and fit the classifier "
            "on its output")
     return ValueError(msg)
 
