@@ -161,25 +161,73 @@ def main(argv=None):
     warnings.formatwarning = lambda message, category, *a, **k: \
         f"warning: {' '.join(str(message).split())} ({category.__name__})\n"
 
+    interrupted = _InterruptFlag()
     try:
-        _check_outputs(args)
-        args.func(args)
-    except ContainerError as exc:
+        with interrupted:
+            _check_outputs(args)
+            args.func(args)
+    except KeyboardInterrupt:
+        return _report_interrupt()
+    except BaseException as exc:
+        if not interrupted.seen:
+            return _report_error(exc, ContainerError)
+        # Ctrl-C landed where a library swallows KeyboardInterrupt (numba's
+        # compiler callbacks through ctypes) and the library then failed on it:
+        # the user asked to stop, so this is an interrupt, not an error
+        return _report_interrupt()
+    return 0
+
+
+class _InterruptFlag:
+    """Records that SIGINT arrived (and still raises KeyboardInterrupt at once),
+    so that an error a library raises because it swallowed the interrupt is
+    reported as the interrupt it is. Installed only in the main thread over
+    Python's default handler; restored on exit."""
+
+    def __init__(self):
+        self.seen = False
+        self._old = None
+
+    def _handler(self, signum, frame):
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def __enter__(self):
+        import signal
+        import threading
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            import signal
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def _report_interrupt():
+    print("\ninterrupted: stopped cleanly, no output file was written or replaced",
+          file=sys.stderr)
+    return 130
+
+
+def _report_error(exc, container_error):
+    """One ``error:`` line and status 2 for the errors a user can cause; anything
+    else is a bug and keeps its traceback."""
+    if isinstance(exc, container_error):
         # a malformed or inconsistent artifact (bytes, schema, consistency rules or
         # metadata types): refused by the loader before anything runs on it
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except (ValueError, TypeError, OSError, RuntimeError) as exc:
+    if isinstance(exc, (ValueError, TypeError, OSError, RuntimeError)):
         # ValueError includes UsageError; OSError: unreadable inputs, unwritable
         # outputs; RuntimeError: a firmware build or run failed (the compiler's
         # message follows)
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: stopped cleanly, no output file was written or replaced",
-              file=sys.stderr)
-        return 130
-    return 0
+    raise exc
 
 
 if __name__ == "__main__":
