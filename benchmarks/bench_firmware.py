@@ -93,7 +93,7 @@ if str(ROOT) not in sys.path:
 import firmware_sim  # noqa: E402
 from export.firmware import (TARGETS, _C_DIR, _PROBE_START, _sections,  # noqa: E402
                              _worst_stack, build_firmware, decision_integers,
-                             run_firmware, runtime_sources,
+                             run_firmware, run_firmware_measured, runtime_sources,
                              toolchain_missing, write_firmware)
 from firmware_sim.profiles import annotate, get_profile  # noqa: E402
 
@@ -397,7 +397,25 @@ def main():
                    "frames per instruction count")
     ap.add_argument("--jobs", type=int, default=2, help="parallel Cortex-M builds (sizes only)")
     ap.add_argument("--keep", default=None, help="build here and keep the files")
+    ap.add_argument("--targets", default=None, metavar="T[,T..]|all",
+                    help="only the per-kind x per-target table (issue 26) on these targets "
+                         f"(all: {','.join(TABLE_TARGETS)})")
+    ap.add_argument("--kinds", default=None, metavar="K[,K..]",
+                    help="with --targets: only these rows (nb, ecoc_linear, ecoc_trees, ssbc, "
+                         "forest)")
     a = ap.parse_args()
+    if a.targets:
+        tg = TABLE_TARGETS if a.targets == "all" else tuple(a.targets.split(","))
+        print(f"# machine: {machine()}")
+        print("# load average at start: " + " ".join(f"{v:.1f}" for v in os.getloadavg()))
+        work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench_fw_"))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            run_targets(work, tg, a.kinds.split(",") if a.kinds else None)
+        finally:
+            if not a.keep:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     prof = PROFILES["fast" if a.fast else "full" if a.full else "default"]
     print(f"# machine: {machine()}")
     print("# load average at start: " + " ".join(f"{v:.1f}" for v in os.getloadavg()))
@@ -588,6 +606,234 @@ def run(prof, jobs, work):
         print_table(["model", "frames", "insns_per_inference", "est_cycles_m4", "ratio",
                      "repriced_m4", "ratio_repriced", "count_s"], irow)
 
+
+
+# ---------------------------------------------------------------------- per kind x target (issue 26)
+#: The targets of the per-kind table (issue 26, "Done when").
+TABLE_TARGETS = ("host", "cortex-m0plus", "cortex-m4", "atmega328p", "atmega2560", "rv32imac")
+#: Frames per measured run (counts: median over them).
+TABLE_FRAMES = 8
+
+_OPEN_MAIN = """#include "edgecode_rt.h"
+extern const uint8_t ec_model_image[];
+extern const uint32_t ec_model_image_size;
+volatile int32_t ec_probe_label;
+volatile uint32_t ec_probe_open = OPEN;
+int main(void)
+{
+    ec_model model;
+    if (ec_probe_open && ec_model_open(ec_model_image, ec_model_image_size, &model) != EC_OK)
+        return 1;
+    ec_probe_label = 0;
+    return 0;
+}
+"""
+
+
+def table_models():
+    """{kind row: (device, test frames, y_test, classes, emlearn key)} of the
+    per-target table: NB, ECOC linear, ECOC trees, SSBC, forest."""
+    from sklearn.datasets import load_digits
+    from sklearn.ensemble import RandomForestClassifier
+
+    from export.forest import export_forest
+
+    base = build_models(False)
+    out = {"nb": base["nb_greedy"], "ecoc_linear": base["ecoc_linsvm15_bin"],
+           "ecoc_trees": base["ecoc_tree15_3ary"], "ssbc": base["ssbc16_knn"]}
+    X, y = load_digits(return_X_y=True)
+    tr, te = slice(0, 1200), slice(1200, None)
+    Xi = X * 16
+    rf = RandomForestClassifier(15, max_depth=4, random_state=0).fit(Xi[tr], y[tr])
+    fdev = firmware_sim.load(export_forest(rf, leaf="class").container)
+    out["forest"] = (fdev, Xi[te], y[te], np.unique(y[tr]))
+    return out
+
+
+def _estimate_cell(dev, target):
+    """The profile's cycle estimate per inference and flash estimate for the
+    target, or ("-", "-") when no profile models it."""
+    from firmware_sim.profiles import estimate
+
+    name = TARGETS[target].profile or target
+    try:
+        p = get_profile(name)
+    except (KeyError, ValueError):
+        return "-", "-"
+    res = dev.resources()
+    try:
+        cyc = estimate(p, res)["cycles"]
+    except Exception as exc:  # a profile under construction: say so, do not stop
+        return f"error: {str(exc)[:40]}", "-"
+    r = annotate(res, p)
+    return f"{cyc:.0f}", f"{r['flash_bytes']}"
+
+
+def m4_counts(fw_dir, frames):
+    """(open instructions, instructions per inference) on Cortex-M4 under QEMU,
+    the objects of fw_dir/build: open = a program that opens minus one that
+    does not; inference = ``insns_per_inference``."""
+    t = TARGETS["cortex-m4"]
+    src = Path(fw_dir) / "build"
+    d = Path(fw_dir) / "insns"
+    d.mkdir(exist_ok=True)
+    (d / "loop_start.c").write_text(_LOOP_START)
+    objs = [src / f"{Path(s).stem}.o" for s in runtime_sources() + ["model_image.c"]
+            if (src / f"{Path(s).stem}.o").is_file()]
+    counts = {}
+    for op in (0, 1):
+        (d / f"open{op}.c").write_text(_OPEN_MAIN)
+        flags = [t.cc, "-std=c99", "-O2", *t.cpu_flags, "-ffunction-sections",
+                 "-fdata-sections", "-fno-tree-loop-distribute-patterns", "-I", str(fw_dir),
+                 "-include", "model_config.h", f"-DOPEN={op}u"]
+        _run(flags + ["-c", f"open{op}.c", "-o", f"open{op}.o"], d)
+        _run(flags + ["-c", "loop_start.c", "-o", "loop_start.o"], d)
+        _link(t, [str(o) for o in objs] + [f"open{op}.o", "loop_start.o"], f"open{op}.elf", d)
+        counts[op] = _count_insns(d / f"open{op}.elf", d)
+    return counts[1] - counts[0], insns_per_inference(fw_dir, frames)
+
+
+def _avr_probe_cycles(t, work, elf):
+    """Cycles and peak stack of a program that returns from main, under simavr
+    (the --probe mode of the harness one of our firmware folders in ``work``
+    built); None without libsimavr."""
+    from export.firmware import _measure
+    if toolchain_missing(t.name, run=True):
+        return None
+    harness = sorted(Path(work).glob(f"tab_*_{t.name}/build/ec_simavr"))
+    if not harness:
+        return None
+    return _measure(t, harness[0].parent.parent, ["--probe"], elf, Path(elf).parent)
+
+
+def our_row(kind, dev, frames, target, work):
+    """[flash, RAM, stack, image, open count, inference count, unit, labels vs
+    firmware_sim] of our firmware for one model on one target."""
+    t = TARGETS[target]
+    fw = work / f"tab_{kind}_{target}"
+    write_firmware(dev.container, fw, target)
+    b = build_firmware(fw, target, jobs=1)
+    img = dev.container.nbytes
+    row = [b.flash_bytes, b.ram_bytes, b.stack_bytes, img]
+    if t.part is not None and b.flash_bytes > t.part.flash_bytes:
+        return row + ["-", "-", "does not fit", "-"]
+    if target == "cortex-m4":
+        o, i = m4_counts(fw, frames[:4].astype(np.int64))
+        return row + [f"{o:.0f}", f"{i:.0f}", "insns (QEMU)", "-"]
+    if t.counts is None:
+        return row + ["-", "-", "-", "-"]
+    try:
+        r = run_firmware_measured(fw, frames, target)
+    except RuntimeError as exc:
+        return row + ["-", "-", f"run failed: {str(exc).splitlines()[0][:60]}", "-"]
+    ref_l, ref_d = decision_integers(dev, frames)
+    same = np.array_equal(r.labels, ref_l) and np.array_equal(r.decisions, ref_d)
+    unit = "cycles (simavr)" if r.unit == "cycles" else "insns (QEMU)"
+    return row + [f"{r.open_count}", f"{int(np.median(r.infer_counts))}", unit,
+                  "equal" if same else "DIFFER"]
+
+
+def emlearn_avr_rv(model, ctype, n_features, libs, target, d, includedir):
+    """emlearn's probe on AVR (flash, RAM, stack, cycles of one peer_predict
+    under simavr: a program that calls it minus one that does not) or RV32
+    (flash, RAM; no count)."""
+    t = TARGETS[target]
+    d = Path(d)
+    d.mkdir(parents=True, exist_ok=True)
+    model.save(file=str(d / "model.h"), name="peer")
+    src = ("#include <stdint.h>\n#include \"model.h\"\n"
+           f"{ctype} eml_probe_features[{n_features}];\n"
+           "volatile int32_t eml_probe_label;\nvolatile uint8_t eml_probe_call = CALL;\n"
+           "int main(void)\n{\n"
+           f"    if (eml_probe_call) eml_probe_label = peer_predict(eml_probe_features, "
+           f"{n_features});\n    return 0;\n}}\n")
+    out = {}
+    for call in (0, 1):
+        (d / f"probe{call}.c").write_text(src)
+        cmd = [t.cc, "-std=gnu99", t.opt, *t.cpu_flags, "-ffunction-sections", "-fdata-sections",
+               f"-DCALL={call}", "-I", includedir, f"probe{call}.c", "-Wl,--gc-sections",
+               *libs, "-o", f"probe{call}.elf"]
+        if t.family == "riscv":
+            cmd[-2:-2] = ["--specs=picolibc.specs", "--oslib=semihost", "--crt0=semihost",
+                          "-T", str(_C_DIR / "riscv" / "link.ld")]
+        _run(cmd, d)
+        out[call] = d / f"probe{call}.elf"
+    sec = _sections(t.size_tool, out[1])
+    flash = t.flash_sections(sec)
+    ram = t.ram_sections(sec)
+    if t.family != "avr":
+        return flash, ram, "-", "-"
+    m1 = _avr_probe_cycles(t, d.parent.parent, out[1])
+    m0 = _avr_probe_cycles(t, d.parent.parent, out[0])
+    if m1 is None:
+        return flash, ram, "-", "-"
+    return flash, ram + m1["stack_peak"], m1["stack_peak"], m1["cycles"] - m0["cycles"]
+
+
+def run_targets(work, targets, kinds=None):
+    """The per-kind x per-target table (issue 26): ours, then emlearn."""
+    t0 = time.perf_counter()
+    models = table_models()
+    if kinds:
+        models = {k: v for k, v in models.items() if k in kinds}
+    print(f"# models trained and exported in {time.perf_counter() - t0:.1f} s")
+    rows = []
+    rng = np.random.default_rng(0)
+    for kind, (dev, Xt, yt, classes) in models.items():
+        frames = dev.encode(Xt[rng.integers(0, len(Xt), TABLE_FRAMES)])
+        print(f"# {kind}: kind {dev.container.kind}, image {dev.container.nbytes} B, "
+              f"test accuracy (firmware_sim) {device_accuracy(dev, Xt, yt, classes):.3f}")
+        for target in targets:
+            if toolchain_missing(target):
+                rows.append([kind, target] + ["-"] * 9 + ["toolchain missing", "-"])
+                continue
+            t1 = time.perf_counter()
+            try:
+                r = our_row(kind, dev, frames, target, work)
+            except RuntimeError as exc:
+                rows.append([kind, target] + ["-"] * 9 + [str(exc).splitlines()[0][:80], "-"])
+                continue
+            est_c, est_f = _estimate_cell(dev, target)
+            rows.append([kind, target, *r[:6], est_c, est_f, r[6], r[7],
+                         f"{time.perf_counter() - t1:.0f}"])
+    print("\n# targets: ours per kind and target; flash/RAM/stack of build_firmware's size "
+          "probe (AVR stack: simavr peak; others: call graph), open/infer: exact cycles on "
+          "AVR (simavr), instructions on Cortex-M4 (QEMU, one per block) and RV32 (QEMU "
+          "-icount), median over the frames; est_*: firmware_sim.profiles.estimate with the "
+          "target's profile ('-': no profile)")
+    print_table(["kind", "target", "flash_B", "ram_B", "stack_B", "image_B", "open",
+                 "infer", "est_infer_cycles", "est_flash_B", "unit", "vs_firmware_sim",
+                 "wall_s"], rows)
+
+    em = emlearn_models(work)
+    if em is None:
+        print("\n# emlearn: not installed, no peer rows")
+        return
+    peers, incdir, ver = em
+    pair = {"ecoc_tree15_3ary": "forest", "nb_greedy": "nb", "ecoc_linsvm15_bin": "ecoc_linear"}
+    prow = []
+    for key, variants in peers.items():
+        for variant, m, ctype, nf, libs, pacc in variants:
+            for target in targets:
+                t = TARGETS[target]
+                if t.family == "host" or toolchain_missing(target):
+                    continue
+                dd = work / "emlearn" / f"{variant}_{target}"
+                try:
+                    if t.family == "arm":
+                        f, r, s, _ = build_emlearn(m, ctype, nf, libs, target, t.opt, dd, incdir)
+                        c = "-"
+                    else:
+                        f, r, s, c = emlearn_avr_rv(m, ctype, nf, libs, target, dd, incdir)
+                except RuntimeError as exc:
+                    prow.append([pair.get(key, key), variant, target, "-", "-", "-", "-",
+                                 f"{pacc:.3f}", str(exc).splitlines()[-1][:80]])
+                    continue
+                prow.append([pair.get(key, key), variant, target, f, r, s, c, f"{pacc:.3f}", ""])
+    print(f"\n# emlearn {ver}: the same flags (target default opt), probe calling "
+          "peer_predict once; infer_cycles: simavr, a program with the call minus one without")
+    print_table(["vs_kind", "emlearn", "target", "flash_B", "ram_B", "stack_B", "infer_cycles",
+                 "accuracy", "note"], prow)
 
 if __name__ == "__main__":
     main()
