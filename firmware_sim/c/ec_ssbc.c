@@ -28,11 +28,14 @@ typedef struct {
     const EC_ROM uint8_t *table_codes;    /* (T, ceil(k/8)), LSB first         */
     const EC_ROM int32_t *table_labels;   /* (T,)                              */
     int64_t exp_mult, dist_clamp;
+    uint32_t zero_hi, zero_lo;            /* ceil(2^60 / exp_mult) (< 2^61): affinity
+                                             0 from this squared distance on */
     uint32_t n_anchors, n_features, n_bits;   /* m, d, k                       */
     int32_t input_shift, projection_shift;
     uint32_t table_size;                  /* T                                 */
     int32_t n_classes, knn_k;
     int has_table;
+    uint8_t mult32;                       /* exp_mult < 2^32: 32 x 32 -> 64 products */
 } ec_ssbc_state;
 EC_STATE_FITS(ec_ssbc_state);
 
@@ -252,6 +255,16 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
     m->exp_lut = lv;
     m->projection = pv;
     m->thresholds = tv;
+    /* narrow arithmetic (docs/firmware.md, "Narrow arithmetic"): the affinity
+       is 0 from dist * exp_mult >= 2^60 (a shift of 16 or more), at or below
+       dist_clamp (rule 4: dist_clamp exp_mult >= 17 2^56); below it, a 32-bit
+       exp_mult takes one 32 x 32 -> 64-bit product and 32-bit sums */
+    {
+        uint64_t zf = (((uint64_t)1 << 60) + (uint64_t)mult - 1u) / (uint64_t)mult;
+        m->zero_hi = (uint32_t)(zf >> 32);
+        m->zero_lo = (uint32_t)zf;
+    }
+    m->mult32 = (uint64_t)mult <= 0xFFFFFFFFu;
     m->has_table = 0;
     m->table_codes = NULL;
     m->table_labels = NULL;
@@ -329,120 +342,182 @@ static uint32_t ssbc_workspace_bytes(const ec_model *model)
     return need > 0xFFFFFFF8u ? 0xFFFFFFF8u : (uint32_t)need;
 }
 
-static uint32_t ssbc_popcount8(uint32_t x)
+/* set bits of a byte, in 8-bit operations (one register on AVR) */
+static uint8_t ssbc_popcount8(uint8_t x)
 {
-    x = x - ((x >> 1) & 0x55u);
-    x = (x & 0x33u) + ((x >> 2) & 0x33u);
-    return (x + (x >> 4)) & 0x0Fu;
+    x = (uint8_t)(x - ((x >> 1) & 0x55u));
+    x = (uint8_t)((x & 0x33u) + ((x >> 2) & 0x33u));
+    return (uint8_t)((x + (x >> 4)) & 0x0Fu);
 }
 
-/* _q15_exp_neg: Q15 affinity of an int64 squared distance */
-static int64_t ssbc_q15_exp_neg(int64_t dist, int64_t exp_mult, int64_t dist_clamp,
-                                const EC_ROM uint16_t *lut)
+/* The upper 32 bits of the 64-bit product a b, from four 16 x 16 -> 32-bit
+ * products (8-bit cores have no 32 x 32 multiply; their 64-bit one is slow). */
+static uint32_t ssbc_mulhi32(uint32_t a, uint32_t b)
 {
-    int64_t t, sh, f, idx, r, w;
-    if (dist > dist_clamp) dist = dist_clamp;
-    t = (dist * exp_mult) >> SSBC_EXP_SHIFT;   /* 0 <= dist * exp_mult < 2^63 */
+    uint16_t a0 = (uint16_t)a, a1 = (uint16_t)(a >> 16), b0 = (uint16_t)b, b1 = (uint16_t)(b >> 16);
+    uint32_t p00 = (uint32_t)a0 * b0, p01 = (uint32_t)a0 * b1;
+    uint32_t p10 = (uint32_t)a1 * b0, p11 = (uint32_t)a1 * b1;
+    uint32_t mid = (p00 >> 16) + (p01 & 0xFFFFu) + (p10 & 0xFFFFu);   /* < 3 2^16 */
+    return p11 + (p01 >> 16) + (p10 >> 16) + (mid >> 16);
+}
+
+/* The Q15 affinity (0 .. 32768) of anchor a, _q15_exp_neg of the squared
+ * distance, computed without 64-bit operations when exp_mult < 2^32.
+ *
+ * The squared distance sum_i (frame[i] - a[i])^2 is exact in two 32-bit
+ * words: each square is a product of 16-bit magnitudes (|frame[i] - a[i]| <=
+ * 65535, the square < 2^32) added to the low word, whose carries the high
+ * word counts. The kernel clamps dist at dist_clamp, takes t = (dist
+ * exp_mult) >> 40 and returns w(t mod 2^16) >> min(t >> 16, 16), which is 0
+ * once t >= 2^20 (w <= 32768): exactly when dist >= zero (= ceil(2^60 /
+ * exp_mult) <= dist_clamp, rule 4). Below it t < 2^20, and with dist = hi
+ * 2^32 + lo, t = (hi exp_mult + mulhi32(lo, exp_mult)) >> 8 (the low word of
+ * lo exp_mult is below 2^32, which does not reach bit 40). */
+static uint16_t ssbc_affinity(const ec_ssbc_state *m, const int16_t *frame,
+                              const EC_ROM int16_t *a)
+{
+    const EC_ROM uint16_t *lut = m->exp_lut;
+    const int16_t *end = frame + m->n_features;
+    uint32_t lo = 0u, hi = 0u, t, sh, f, idx, r, w;
+    while (frame != end) {
+        int16_t x = *frame++, y = *a++;
+        /* |x - y| in 16 bits: the larger minus the smaller modulo 2^16 is exact */
+        uint16_t e = x >= y ? (uint16_t)((uint16_t)x - (uint16_t)y)
+                            : (uint16_t)((uint16_t)y - (uint16_t)x);
+        uint32_t sq = (uint32_t)e * e;
+        lo += sq;
+        if (lo < sq)
+            hi++;
+    }
+    if (hi > m->zero_hi || (hi == m->zero_hi && lo >= m->zero_lo))
+        return 0u;
+    if (m->mult32) {
+        uint32_t mu = (uint32_t)m->exp_mult;
+        t = (hi * mu + ssbc_mulhi32(lo, mu)) >> 8;
+    } else {
+        uint64_t dist = ((uint64_t)hi << 32) | lo;
+        t = (uint32_t)((dist * (uint64_t)m->exp_mult) >> SSBC_EXP_SHIFT);
+    }
     sh = t >> 16;
-    f = t & 0xFFFF;
+    f = t & 0xFFFFu;
     idx = f >> 8;
-    r = f & 0xFF;
-    w = ((int64_t)lut[idx] * (256 - r) + (int64_t)lut[idx + 1] * r) >> 8;
-    if (sh > 16) sh = 16;
-    return w >> sh;
+    r = f & 0xFFu;
+    w = ((uint32_t)lut[idx] * (256u - r) + (uint32_t)lut[idx + 1] * r) >> 8;
+    return (uint16_t)(w >> sh);
+}
+
+/* Hamming k-NN vote (_hamming_knn): the knn_k nearest rows (distance, then
+   lower row index) vote; most votes wins, ties to the lower class index. Its
+   own function (not inlined): the scan keeps its variables in registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int32_t ssbc_knn(const ec_ssbc_state *m, int64_t *decision, void *workspace)
+{
+    uint32_t i, k = m->n_bits;
+    uint32_t nb = (uint32_t)(((uint64_t)k + 7u) / 8u);
+    uint32_t K = (uint32_t)m->knn_k, T = m->table_size;
+    uint32_t cnt = 0u, t, q, c, win, worst = 0u;
+    const EC_ROM uint8_t *row = m->table_codes;
+    uint8_t *code = (uint8_t *)workspace;   /* acc is no longer needed */
+    uint8_t *base = (uint8_t *)workspace + 8u * (uint64_t)k;
+    uint32_t *best_d = (uint32_t *)(void *)base;
+    int32_t *best_lab = (int32_t *)(void *)(base + ssbc_round8(4u * (uint64_t)K));
+    uint32_t *votes = (uint32_t *)(void *)(base + 2u * ssbc_round8(4u * (uint64_t)K));
+
+    for (i = 0; i < nb; i++) {
+        uint32_t byte = 0u, bit;
+        for (bit = 0; bit < 8u && 8u * i + bit < k; bit++)
+            byte |= (uint32_t)decision[8u * i + bit] << bit;
+        code[i] = (uint8_t)byte;
+    }
+    for (t = 0; t < T; t++, row += nb) {
+        const EC_ROM uint8_t *r = row;
+        const uint8_t *cd = code, *cend = code + nb;
+        uint32_t dd = 0u, pos;
+        while (cd != cend) dd += ssbc_popcount8((uint8_t)(*cd++ ^ *r++));
+        /* insert (dd, t) into the sorted best list; later rows lose ties */
+        if (cnt < K) {
+            pos = cnt;
+            cnt++;
+        } else if (dd < worst) {
+            pos = K - 1u;
+        } else {
+            continue;
+        }
+        while (pos > 0u && best_d[pos - 1u] > dd) {
+            best_d[pos] = best_d[pos - 1u];
+            best_lab[pos] = best_lab[pos - 1u];
+            pos--;
+        }
+        best_d[pos] = dd;
+        best_lab[pos] = m->table_labels[t];
+        worst = best_d[cnt - 1u];
+    }
+    /* votes of the classes that got any (only those entries are zeroed);
+       the winner is the lowest class index among the most voted, which is
+       what firmware_sim's scan over every class (strictly greater wins)
+       returns, since the most voted class has at least one vote */
+    for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]] = 0u;
+    for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]]++;
+    win = (uint32_t)best_lab[0];
+    for (q = 1; q < cnt; q++) {
+        c = (uint32_t)best_lab[q];
+        if (votes[c] > votes[win] || (votes[c] == votes[win] && c < win)) win = c;
+    }
+    decision[k] = (int64_t)best_d[0];
+    return (int32_t)win;
 }
 
 static ec_status ssbc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
     const ec_ssbc_state *m = EC_CSTATE(ec_ssbc_state, model);
-    uint32_t j, i, b, k, d;
-    int64_t *acc;
+    uint32_t j, b, k, d;
     if (workspace == NULL) return EC_ERR_ARG;
     if (((uintptr_t)workspace % EC_ALIGN_INT64) != 0u) return EC_ERR_ALIGN;
     if ((uint64_t)workspace_bytes < ssbc_workspace64(m)) return EC_ERR_WORKSPACE;
     k = m->n_bits;
     d = m->n_features;
-    acc = (int64_t *)workspace;
 
-    /* affinity -> projection -> bits (_ssbc_bits). Anchor 0 assigns the
-       accumulators (acc = 0 + w P, also when w == 0), so there is no zeroing
-       loop that a compiler could turn into a call to memset. */
-    for (j = 0; j < m->n_anchors; j++) {
-        const EC_ROM int16_t *a = m->anchors + (uint32_t)j * d;
-        int64_t dist = 0, w;
-        for (i = 0; i < d; i++) {
-            int64_t e = (int64_t)frame[i] - (int64_t)a[i];
-            dist += e * e;                       /* <= d 65535^2 < 2^63 */
+    /* affinity -> projection -> bits (_ssbc_bits) */
+    /* acc[b] = sum_j w_j P[j, b]: each term a 16 x 16 -> 32-bit product (|w p|
+       <= 2^30), the sum (|sum| < m 2^30) in two 32-bit words per bit, low
+       then high, the low word's carries and the terms' signs going into the
+       high word. Anchor 0 assigns them (no zeroing loop that a compiler could
+       turn into a call to memset). */
+    {
+        uint32_t *acc32 = (uint32_t *)workspace;
+        const EC_ROM int16_t *anchor = m->anchors, *p = m->projection;
+        for (j = 0; j < m->n_anchors; j++, anchor += d, p += k) {
+            uint16_t w = ssbc_affinity(m, frame, anchor);
+            uint32_t *ac = acc32;
+            if (j == 0) {
+                for (b = 0; b < k; b++, ac += 2) {
+                    int32_t v = (int32_t)w * p[b];
+                    ac[0] = (uint32_t)v;
+                    ac[1] = v < 0 ? 0xFFFFFFFFu : 0u;
+                }
+            } else if (w != 0u) {
+                for (b = 0; b < k; b++, ac += 2) {
+                    int32_t v = (int32_t)w * p[b];
+                    uint32_t lo = ac[0] + (uint32_t)v;
+                    ac[1] += (v < 0 ? 0xFFFFFFFFu : 0u) + (lo < (uint32_t)v);
+                    ac[0] = lo;
+                }
+            }
         }
-        w = ssbc_q15_exp_neg(dist, m->exp_mult, m->dist_clamp, m->exp_lut);
-        if (j == 0) {
-            const EC_ROM int16_t *p = m->projection;
-            for (b = 0; b < k; b++) acc[b] = w * (int64_t)p[b];
-        } else if (w != 0) {
-            const EC_ROM int16_t *p = m->projection + (uint32_t)j * k;
-            for (b = 0; b < k; b++) acc[b] += w * (int64_t)p[b];   /* |sum| < m 2^30 */
+        for (b = 0; b < k; b++) {
+            int64_t sum = (int64_t)(((uint64_t)acc32[2u * b + 1u] << 32) | acc32[2u * b]);
+            decision[b] = sum > m->thresholds[b] ? 1 : 0;
         }
     }
-    for (b = 0; b < k; b++) decision[b] = acc[b] > m->thresholds[b] ? 1 : 0;
     if (!m->has_table) {
         *label = -1;
         return EC_OK;
     }
 
-    /* Hamming k-NN vote (_hamming_knn): the knn_k nearest rows (distance, then
-       lower row index) vote; most votes wins, ties to the lower class index */
-    {
-        uint32_t nb = (uint32_t)(((uint64_t)k + 7u) / 8u);
-        uint32_t K = (uint32_t)m->knn_k, T = m->table_size;
-        uint32_t cnt = 0u, t, q, c, win;
-        uint8_t *code = (uint8_t *)workspace;   /* acc is no longer needed */
-        uint8_t *base = (uint8_t *)workspace + 8u * (uint64_t)k;
-        uint32_t *best_d = (uint32_t *)(void *)base;
-        int32_t *best_lab = (int32_t *)(void *)(base + ssbc_round8(4u * (uint64_t)K));
-        uint32_t *votes = (uint32_t *)(void *)(base + 2u * ssbc_round8(4u * (uint64_t)K));
-
-        for (i = 0; i < nb; i++) {
-            uint32_t byte = 0u, bit;
-            for (bit = 0; bit < 8u && 8u * i + bit < k; bit++)
-                byte |= (uint32_t)decision[8u * i + bit] << bit;
-            code[i] = (uint8_t)byte;
-        }
-        for (t = 0; t < T; t++) {
-            const EC_ROM uint8_t *row = m->table_codes + (uint32_t)t * nb;
-            uint32_t dd = 0u, pos;
-            for (i = 0; i < nb; i++) dd += ssbc_popcount8((uint32_t)(code[i] ^ row[i]));
-            /* insert (dd, t) into the sorted best list; later rows lose ties */
-            if (cnt < K) {
-                pos = cnt;
-                cnt++;
-            } else if (dd < best_d[K - 1u]) {
-                pos = K - 1u;
-            } else {
-                continue;
-            }
-            while (pos > 0u && best_d[pos - 1u] > dd) {
-                best_d[pos] = best_d[pos - 1u];
-                best_lab[pos] = best_lab[pos - 1u];
-                pos--;
-            }
-            best_d[pos] = dd;
-            best_lab[pos] = m->table_labels[t];
-        }
-        /* votes of the classes that got any (only those entries are zeroed);
-           the winner is the lowest class index among the most voted, which is
-           what firmware_sim's scan over every class (strictly greater wins)
-           returns, since the most voted class has at least one vote */
-        for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]] = 0u;
-        for (q = 0; q < cnt; q++) votes[(uint32_t)best_lab[q]]++;
-        win = (uint32_t)best_lab[0];
-        for (q = 1; q < cnt; q++) {
-            c = (uint32_t)best_lab[q];
-            if (votes[c] > votes[win] || (votes[c] == votes[win] && c < win)) win = c;
-        }
-        *label = (int32_t)win;
-        decision[k] = (int64_t)best_d[0];
-    }
+    *label = ssbc_knn(m, decision, workspace);
     return EC_OK;
 }
 
