@@ -113,8 +113,53 @@ def _check_linear_arrays(la, n_features):
                          "quantized")
 
 
-def _quantize_linear(la, center, shift, col_n_out):
+#: Accumulator widths of :func:`export_ecoc` (``accumulator``): the bound on
+#: every partial score the quantized weights must respect.
+ACCUMULATORS = ("int64", "int32")
+#: |q| of an int16 frame value (-32768 included): the frame range of the bounds.
+_Q_ABS_MAX = 32768
+
+
+def _fits_int32(Wq, Bq):
+    """Every weight in int16 and, per output, |B| + 32768 sum_f |W| <= 2^31 - 1:
+    the C runtime's 32-bit score sums are exact (``linear_accumulator``)."""
+    Wq = np.asarray(Wq, np.int64)
+    Bq = np.asarray(Bq, np.int64)
+    if Wq.size and (Wq.min() < -32768 or Wq.max() > 32767):
+        return False
+    bound = np.abs(Bq).astype(object) + _Q_ABS_MAX * np.abs(Wq).sum(axis=0).astype(object)
+    return all(int(b) <= 2**31 - 1 for b in bound)
+
+
+def linear_accumulator(arrays):
+    """The narrowest exact arithmetic of an ECOC image's linear scores, as the
+    C runtime derives it at open (``docs/firmware.md``, "Narrow arithmetic"):
+    ``"int32"`` (every weight in int16 and every output's ``|B| + 32768
+    sum_f |W|`` below 2**31: 16x16->32-bit products, 32-bit sums), ``"w16"``
+    (every weight in int16: the same products, 64-bit sums in two 32-bit
+    words) or ``"int64"`` (split 32-bit weights); None for tree learners.
+
+    >>> linear_accumulator({"lin_weights": np.array([[3], [-2]], np.int32),
+    ...                     "lin_bias": np.array([7], np.int64)})
+    'int32'
+    >>> linear_accumulator({"lin_weights": np.array([[40000]], np.int32),
+    ...                     "lin_bias": np.array([0], np.int64)})
+    'int64'
+    """
+    if "lin_weights" not in arrays:
+        return None
+    W = np.asarray(arrays["lin_weights"], np.int64)
+    if _fits_int32(W, arrays["lin_bias"]):
+        return "int32"
+    if W.size == 0 or (W.min() >= -32768 and W.max() <= 32767):
+        return "w16"
+    return "int64"
+
+
+def _quantize_linear(la, center, shift, col_n_out, accumulator="int64"):
     _check_linear_arrays(la, center.shape[0])
+    if accumulator not in ACCUMULATORS:
+        raise ValueError(f"accumulator must be one of {ACCUMULATORS}; got {accumulator!r}")
     W, b = la["weights"], la["bias"]
     scale_f = np.exp2(-shift.astype(np.float64))          # x = c + q 2**-e
     Wf = W * scale_f[:, None]
@@ -135,6 +180,12 @@ def _quantize_linear(la, center, shift, col_n_out):
         s = min(s, 60)
         while np.abs(np.rint(Wf[:, sl] * 2.0**s)).max() > _W_MAX:
             s -= 1
+        if accumulator == "int32":
+            # the largest scale whose weights fit int16 and whose partial scores
+            # stay below 2**31 for every int16 frame
+            while s > -1100 and not _fits_int32(np.rint(Wf[:, sl] * 2.0**s),
+                                                np.rint(bf[sl] * 2.0**s)):
+                s -= 1
         Wq[:, sl] = np.rint(Wf[:, sl] * 2.0**s)
         Bq[sl] = np.rint(bf[sl] * 2.0**s)
         shifts[j] = s
@@ -205,7 +256,7 @@ def _check_decoding(ecoc, model):
         f"would differ from the model's predictions. Refit with {how} and export that")
 
 
-def quantize_ecoc(model, X_calib):
+def quantize_ecoc(model, X_calib, *, accumulator="int64"):
     """Device arrays of a fitted ECOCClassifier (linear learners or trees).
 
     Parameters
@@ -217,6 +268,12 @@ def quantize_ecoc(model, X_calib):
     X_calib : array-like (n, n_features)
         Raw data (what the pipeline receives) whose per-feature range sets the
         input quantizer.
+    accumulator : {"int64", "int32"}
+        Linear learners: ``"int64"`` (default) scales each learner's weights to
+        31 bits (scores summed in 64 bits); ``"int32"`` to the largest scale
+        whose weights fit int16 and whose partial scores stay below 2**31 for
+        every int16 frame, so that the C runtime sums them in 32 bits (about
+        10x fewer cycles on an 8-bit AVR; coarser weights: check the labels).
 
     Returns
     -------
@@ -243,7 +300,7 @@ def quantize_ecoc(model, X_calib):
                   col_n_classes=la["col_n_classes"], in_center=center, in_shift=shift)
     info = {"learner_kind": la["kind"], "in_center": center, "in_shift": shift, "ecoc": ecoc}
     if la["kind"] == "linear":
-        Wq, Bq, shifts = _quantize_linear(la, center, shift, la["n_out"])
+        Wq, Bq, shifts = _quantize_linear(la, center, shift, la["n_out"], accumulator)
         arrays = make_ecoc_arrays(**common, linear={"weights": Wq, "bias": Bq,
                                                     "n_out": la["n_out"]})
         info["weight_shifts"] = shifts
@@ -621,7 +678,8 @@ def onnx_metadata(onnx_model):
 
 
 def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=None,
-                meta=None, onnx_input="features", onnx_input_dtype="float32"):
+                meta=None, onnx_input="features", onnx_input_dtype="float32",
+                accumulator="int64"):
     """Write a fitted ECOCClassifier as an ``ecoc`` container and an ONNX graph.
 
     Parameters
@@ -644,12 +702,20 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
         :func:`ecoc_to_onnx`.
     onnx_input_dtype : {"float32", "float64"}, default "float32"
         Element type of ``X`` in the features graph.
+    accumulator : {"int64", "int32"}, default "int64"
+        Linear learners: the width the weights are scaled for (see
+        :func:`quantize_ecoc`); ``"int32"`` makes the firmware's scores 32-bit
+        sums of 16x16-bit products (``details["accumulator"]`` says what the
+        image allows, whichever was asked; ``label_mismatches`` counts what the
+        coarser weights change on ``X_calib``).
 
     Returns
     -------
     ExportResult
         ``details``: ``classes`` (the labels), ``onnx_input``,
-        ``linear_matmul`` (linear learners: how the graph multiplies).
+        ``linear_matmul`` (linear learners: how the graph multiplies),
+        ``accumulator`` (linear learners: :func:`linear_accumulator` of the
+        image, the arithmetic the C runtime uses).
 
     Raises
     ------
@@ -678,7 +744,7 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
         raise ValueError(f"onnx_input must be 'features' or 'frame'; got {onnx_input!r}")
     input_elem_type(onnx_input_dtype, what="onnx_input_dtype")       # before any work
     check_is_fitted(model)
-    arrays, info = quantize_ecoc(model, X_calib)
+    arrays, info = quantize_ecoc(model, X_calib, accumulator=accumulator)
     ecoc = info["ecoc"]
     rows = [np.asarray(X_calib, dtype=np.float64)]
     if X_check is not None:
@@ -705,5 +771,6 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
     details = {"classes": ecoc.classes_.copy(), "onnx_input": onnx_input}
     if info["learner_kind"] == "linear":
         details["linear_matmul"] = linear_matmul_dtype(arrays)
+        details["accumulator"] = linear_accumulator(arrays)
     return ExportResult("ecoc", blob, onnx_model, device, res, int(Xc.shape[0]), mismatches,
                         details)

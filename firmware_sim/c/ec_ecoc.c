@@ -51,10 +51,19 @@ typedef struct {
     uint32_t n_outputs;                   /* k                                 */
     uint32_t n_nodes;
     uint8_t learner_kind;                 /* 1 linear, 2 tree                  */
+    uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
 EC_STATE_FITS(ec_ecoc_state);
 
 #define EC_INT64_MAX_U ((uint64_t)0x7FFFFFFFFFFFFFFFull)
+/* Linear scores B + sum_f q_f W[f, o] (docs/firmware.md, "Narrow arithmetic"),
+ * chosen at open from the image: every weight in int16 and every output's
+ * |B| + 32768 sum_f |W| < 2^31: 16 x 16 -> 32-bit products, a 32-bit sum;
+ * every weight in int16: the same products, summed in two 32-bit words; else
+ * int64 products and sums. All exact: the same score as one int64 sum. */
+#define EC_LIN_WIDE 0u
+#define EC_LIN_W16 1u
+#define EC_LIN_ACC32 2u
 #define EC_Q_ABS_MAX 32768u /* |q| of an int16 frame value, -32768 included */
 
 /* ---- array access -------------------------------------------------------- */
@@ -71,15 +80,12 @@ static ec_status get_vector(const ec_image *img, const EC_ROM char *name, uint8_
 
 #define AS(type, arr) ((const EC_ROM type *)(const EC_ROM void *)(arr).data)
 
-static uint32_t popcount64(uint64_t x)
+/* set bits of a byte, in 8-bit operations (one register on AVR) */
+static uint8_t popcount8(uint8_t x)
 {
-    x = x - ((x >> 1) & 0x5555555555555555ull);
-    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-    x += x >> 8;
-    x += x >> 16;
-    x += x >> 32;
-    return (uint32_t)(x & 0x7Fu);
+    x = (uint8_t)(x - ((x >> 1) & 0x55u));
+    x = (uint8_t)((x & 0x33u) + ((x >> 2) & 0x33u));
+    return (uint8_t)((x + (x >> 4)) & 0x0Fu);
 }
 
 /* |v| of an int64 as uint64 (2^63 for INT64_MIN). */
@@ -230,6 +236,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
     const EC_ROM int64_t *b;
     uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
     uint64_t sum;
+    uint8_t mode;
 
     if ((s = ec_image_require(img, EC_STR("lin_weights"), EC_I32, 2u, &a)) != EC_OK)
         return s;
@@ -266,16 +273,23 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
         sum += (uint64_t)n_out[j];
     }
     /* |lin_bias[o]| + 32768 sum_f |lin_weights[f, o]| <= 2^63 - 1; the sum is
-     * below d 2^31 < 2^61 (d 8-byte in_center entries fit a 4 GiB file) */
+     * below d 2^31 < 2^61 (d 8-byte in_center entries fit a 4 GiB file). The
+     * same pass picks the arithmetic of the scores (EC_LIN_*). */
+    mode = EC_LIN_ACC32;
     for (o = 0; o < k; o++) {
         uint64_t absb = abs64(b[o]), abs_w = 0;
         for (f = 0; f < d; f++) {
             int32_t v = w[(uint32_t)f * k + o];
             abs_w += v < 0 ? (uint64_t)(-(int64_t)v) : (uint64_t)v;
+            if (v < -32768 || v > 32767)
+                mode = EC_LIN_WIDE;
         }
         if (absb > EC_INT64_MAX_U || abs_w > (EC_INT64_MAX_U - absb) / EC_Q_ABS_MAX)
             return EC_ERR_RULE;
+        if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
+            mode = EC_LIN_W16;
     }
+    mo->lin_mode = mode;
     mo->lin_weights = w;
     mo->lin_bias = b;
     mo->col_n_out = n_out;
@@ -380,6 +394,7 @@ static void clear_model(ec_ecoc_state *mo)
 {
     mo->n_classes = mo->n_columns = mo->n_symbols = mo->n_features = 0;
     mo->learner_kind = 0;
+    mo->lin_mode = 0;
     mo->code = 0;
     mo->unused_count = 0;
     mo->col_cls_offset = mo->col_n_cls = 0;
@@ -586,15 +601,90 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
     return 0u;
 }
 
-/* lin_bias[o] + sum_f q_f lin_weights[f, o]; rule 10 bounds every partial sum. */
+/* acc += x y for an int32 acc and int16 x, y whose partial sums stay in int32.
+ * On AVR cores with a multiplier, the four 8 x 8-bit products added in place
+ * (the signed multiply-accumulate of Atmel's application note AVR201): about
+ * 25 cycles, against about 70 for the call to libgcc's 16 x 16 -> 32-bit
+ * multiply and the 32-bit add; elsewhere plain C. */
+#if defined(__AVR__) && defined(__GNUC__) && defined(__AVR_HAVE_MUL__)
+#define EC_MAC16(acc, x, y)                                                    \
+    do {                                                                       \
+        int16_t x_ = (x), y_ = (y);                                            \
+        uint8_t z_;                                                            \
+        __asm__("clr %[z]\n\t"                                                 \
+                "muls %B[a], %B[b]\n\t"                                        \
+                "add %C[s], __tmp_reg__\n\t"                                   \
+                "adc %D[s], __zero_reg__\n\t"                                  \
+                "mul %A[a], %A[b]\n\t"                                         \
+                "add %A[s], __tmp_reg__\n\t"                                   \
+                "adc %B[s], __zero_reg__\n\t"                                  \
+                "adc %C[s], %[z]\n\t"                                          \
+                "adc %D[s], %[z]\n\t"                                          \
+                "mulsu %B[a], %A[b]\n\t"                                       \
+                "sbc %D[s], %[z]\n\t"                                          \
+                "add %B[s], __tmp_reg__\n\t"                                   \
+                "adc %C[s], __zero_reg__\n\t"                                  \
+                "adc %D[s], %[z]\n\t"                                          \
+                "mulsu %B[b], %A[a]\n\t"                                       \
+                "sbc %D[s], %[z]\n\t"                                          \
+                "add %B[s], __tmp_reg__\n\t"                                   \
+                "adc %C[s], __zero_reg__\n\t"                                  \
+                "adc %D[s], %[z]\n\t"                                          \
+                "clr __zero_reg__"                                             \
+                : [s] "+r"(acc), [z] "=&r"(z_)                                 \
+                : [a] "a"(x_), [b] "a"(y_));                                   \
+    } while (0)
+#else
+#define EC_MAC16(acc, x, y) ((acc) += (int32_t)(x) * (int16_t)(y))
+#endif
+
+/* (*lo, *hi) += v: a 64-bit sum in two 32-bit words, the low word's carry
+ * and v's sign going into the high word (modulo 2^64). */
+#define EC_ADD2W(lo, hi, v)                                                    \
+    do {                                                                       \
+        int32_t v_ = (v);                                                      \
+        uint32_t l_ = (lo) + (uint32_t)v_;                                     \
+        (hi) += (v_ < 0 ? 0xFFFFFFFFu : 0u) + (l_ < (uint32_t)v_);             \
+        (lo) = l_;                                                             \
+    } while (0)
+
+/* b + sum q[f] w[f stride], the int16 weights read as the low halves
+ * (little-endian) of the int32 entries, in 32 bits (EC_LIN_ACC32). Its own
+ * function, not inlined: the loop keeps every variable in a register. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int32_t linear_score32(const int16_t *q, const int16_t *end, const EC_ROM int32_t *w,
+                              uint32_t stride, int32_t acc)
+{
+    const EC_ROM int16_t *w16 = (const EC_ROM int16_t *)(const EC_ROM void *)w;
+    stride *= 2u;
+    for (; q != end; q++, w16 += stride)
+        EC_MAC16(acc, *q, *w16);
+    return acc;
+}
+
+/* lin_bias[o] + sum_f q_f lin_weights[f, o], exactly (rule 10 bounds every
+ * partial sum by 2^63 - 1), in the arithmetic lin_mode says. */
 static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
 {
     const EC_ROM int32_t *w = m->lin_weights + o;
-    uint32_t f, d = m->n_features, k = m->n_outputs;
-    int64_t acc = m->lin_bias[o];
-    for (f = 0; f < d; f++, w += k)
-        acc += (int64_t)q[f] * (int64_t)*w;
-    return acc;
+    const int16_t *end = q + m->n_features;
+    uint32_t k = m->n_outputs, lo = 0u, hi = 0u;
+    if (m->lin_mode == EC_LIN_ACC32)   /* |partial sums| < 2^31 */
+        return linear_score32(q, end, w, k, (int32_t)m->lin_bias[o]);
+    if (m->lin_mode == EC_LIN_W16) {
+        for (; q != end; q++, w += k)
+            EC_ADD2W(lo, hi, (int32_t)*q * (int16_t)*w);
+        /* modulo 2^64: the exact score fits int64 */
+        return (int64_t)((uint64_t)m->lin_bias[o] + (((uint64_t)hi << 32) | lo));
+    }
+    {
+        int64_t acc = m->lin_bias[o];
+        for (; q != end; q++, w += k)
+            acc += (int64_t)*q * (int64_t)*w;
+        return acc;
+    }
 }
 
 static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
@@ -653,29 +743,32 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
         return EC_ERR_ARG;
     }
 
-    /* doubled distances -> decision[n .. n + c) */
+    /* doubled distances -> decision[n .. n + c), counted in 32 bits (at most
+       2 n + unused_count) */
     if (m->n_symbols == 2u && m->code_bits != 0) {
-        uint32_t words = m->code_words, k;
-        for (r = 0; r < c; r++)
-            dist[r] = m->unused_count[r];
-        for (k = 0; k < words; k++) { /* one packed word of outputs at a time */
-            uint64_t w = 0;
-            uint32_t j0 = k * 64u, j1 = n - j0 < 64u ? n : j0 + 64u;
-            for (j = j0; j < j1; j++)
-                if (decision[j] != 0)
-                    w |= (uint64_t)1u << (j - j0);
-            for (r = 0; r < c; r++) {
-                uint32_t at = (uint32_t)r * words + k;
-                dist[r] += 2 * (int64_t)popcount64((w ^ m->code_bits[at]) & m->code_used[at]);
+        /* the packed rows as bytes (little-endian words: byte b of a row holds
+           columns 8b .. 8b + 7); the learners' bits packed a byte at a time */
+        uint32_t row_bytes = 8u * m->code_words;
+        const EC_ROM uint8_t *bits = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_bits;
+        const EC_ROM uint8_t *used = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_used;
+        for (r = 0; r < c; r++, bits += row_bytes, used += row_bytes) {
+            uint32_t cnt = 0u, b;
+            for (j = 0, b = 0; j < n; b++) {
+                uint8_t w = 0u, bit;
+                for (bit = 1u; bit != 0u && j < n; bit = (uint8_t)(bit << 1), j++)
+                    if (decision[j] != 0)
+                        w |= bit;
+                cnt += popcount8((uint8_t)((w ^ bits[b]) & used[b]));
             }
+            dist[r] = 2 * (int64_t)cnt + m->unused_count[r];
         }
     } else {
         for (r = 0; r < c; r++) {
             const EC_ROM int16_t *row = m->code + (uint32_t)r * n;
-            int64_t cnt = 0;
+            uint32_t cnt = 0u;
             for (j = 0; j < n; j++)
-                cnt += row[j] >= 0 && row[j] != decision[j];
-            dist[r] = 2 * cnt + m->unused_count[r];
+                cnt += row[j] >= 0 && row[j] != (int16_t)decision[j];
+            dist[r] = 2 * (int64_t)cnt + m->unused_count[r];
         }
     }
 
