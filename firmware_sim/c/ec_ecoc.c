@@ -289,7 +289,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
         if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
             mode = EC_LIN_W16;
     }
-    mo->lin_mode = mode;
+    mo->lin_mode = EC_NARROW ? mode : EC_LIN_WIDE;
     mo->lin_weights = w;
     mo->lin_bias = b;
     mo->col_n_out = n_out;

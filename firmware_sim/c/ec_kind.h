@@ -63,6 +63,13 @@ typedef struct {
 #define EC_STR(s) (s)
 #endif
 
+/* EC_NARROW 1 (default): ECOC linear scores and SSBC affinities take the
+ * narrowest exact arithmetic the image allows (docs/firmware.md, "Narrow
+ * arithmetic"); 0 forces the 64-bit paths (the tests compare the two). */
+#ifndef EC_NARROW
+#define EC_NARROW 1
+#endif
+
 /* avr-gcc 5.4 (Debian's gcc-avr) crashes in its induction-variable pass on
  * some loops over __flash data (an internal compiler error): the functions
  * concerned carry EC_AVR_WORKAROUND, which turns that pass off for them. */

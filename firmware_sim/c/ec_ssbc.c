@@ -264,7 +264,7 @@ static ec_status ssbc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
         m->zero_hi = (uint32_t)(zf >> 32);
         m->zero_lo = (uint32_t)zf;
     }
-    m->mult32 = (uint64_t)mult <= 0xFFFFFFFFu;
+    m->mult32 = EC_NARROW && (uint64_t)mult <= 0xFFFFFFFFu;
     m->has_table = 0;
     m->table_codes = NULL;
     m->table_labels = NULL;
