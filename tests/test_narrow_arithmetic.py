@@ -226,3 +226,74 @@ def test_avr_multiply_accumulate_at_the_int32_edge(tmp_path):
     labels, dec = run_firmware(tmp_path, frames, "atmega328p")
     ref_l, ref_d = decision_integers(dev, frames.astype(np.int16))
     assert np.array_equal(labels, ref_l) and np.array_equal(dec, ref_d)
+
+
+# ---------------------------------------------------------------------- one-pass open
+def _relayout(raw, order, shift=None):
+    """The container with its non-empty arrays' data placed in ``order`` (table
+    indices), 16-aligned, offsets rewritten and the CRC restamped; ``shift``
+    = (i, delta) then moves entry i's offset by delta (an overlap)."""
+    import zlib
+    n = int.from_bytes(raw[12:16], "little")
+    ent = [(32 + 64 * i, int.from_bytes(raw[32 + 64 * i + 52:32 + 64 * i + 56], "little"),
+            int.from_bytes(raw[32 + 64 * i + 56:32 + 64 * i + 60], "little")) for i in range(n)]
+    buf = bytearray(raw[:32 + 64 * n])
+    pos = len(buf)
+    for i in order:
+        at, off, nb = ent[i]
+        pos = (pos + 15) // 16 * 16
+        buf.extend(b"\0" * (pos - len(buf)))
+        buf[at + 52:at + 56] = pos.to_bytes(4, "little")
+        buf.extend(raw[off:off + nb])
+        pos += nb
+    for i, (at, off, nb) in enumerate(ent):
+        if nb == 0:
+            buf[at + 52:at + 56] = (32 + 64 * n).to_bytes(4, "little")
+    if shift is not None:
+        at = ent[shift[0]][0]
+        cur = int.from_bytes(buf[at + 52:at + 56], "little")
+        buf[at + 52:at + 56] = (cur + shift[1]).to_bytes(4, "little")
+    buf[16:20] = len(buf).to_bytes(4, "little")
+    crc = zlib.crc32(bytes(buf[24:]), zlib.crc32(bytes(buf[:20]))) & 0xFFFFFFFF
+    buf[20:24] = crc.to_bytes(4, "little")
+    return bytes(buf)
+
+
+def test_open_checks_any_layout_as_firmware_sim(runners, tmp_path):
+    """The open's one pass over the table (arrays in table order = address
+    order, the writer's layout) and its fallback walk (any other order) accept
+    and refuse what firmware_sim's reader does: reversed and shuffled layouts,
+    an array moved inside its neighbour, two arrays at one offset."""
+    from export.firmware import check_images
+    from firmware_sim.artifact import ContainerError, read_container
+
+    raw = _linear_image(np.random.default_rng(5), "int32")
+    n = int.from_bytes(raw[12:16], "little")
+    sizes = [int.from_bytes(raw[32 + 64 * i + 56:32 + 64 * i + 60], "little") for i in range(n)]
+    full = [i for i in range(n) if sizes[i]]
+    rng = np.random.default_rng(6)
+    images = [_relayout(raw, full), _relayout(raw, full[::-1]),
+              _relayout(raw, list(rng.permutation(full)))]
+    images.append(_relayout(raw, full, shift=(full[1], -16)))       # into its neighbour
+    a, b = full[0], full[1]
+    same = bytearray(_relayout(raw, full))
+    same[32 + 64 * b + 52:32 + 64 * b + 56] = same[32 + 64 * a + 52:32 + 64 * a + 56]
+    images.append(bytes(same))
+    import zlib
+    fixed = []
+    for im in images:
+        im = bytearray(im)
+        crc = zlib.crc32(bytes(im[24:]), zlib.crc32(bytes(im[:20]))) & 0xFFFFFFFF
+        im[20:24] = crc.to_bytes(4, "little")
+        fixed.append(bytes(im))
+    want = []
+    for im in fixed:
+        try:
+            read_container(im)
+            want.append(True)
+        except ContainerError:
+            want.append(False)
+    assert want[:3] == [True, True, True] and want[3:] == [False, False]
+    for runner in runners.values():
+        got = [ok for ok, _ in check_images(runner, fixed)]
+        assert got == want

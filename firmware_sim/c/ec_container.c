@@ -8,9 +8,11 @@
  * __meta__ is not parsed here (the metadata type rules are host-side only).
  *
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
- * Multi-byte header and table fields are read byte by byte (little-endian),
- * every size computation uses 64-bit intermediates, so no image can make the
- * reader overflow or read outside buf[0 .. total_size).
+ * Multi-byte header and table fields are read byte by byte (little-endian);
+ * every size computation is checked against total_size (< 2^32) before it is
+ * made, so no image can make the reader overflow or read outside
+ * buf[0 .. total_size). One CRC pass over the image, then O(arrays^2) work on
+ * the table only (plus the padding bytes), in 32-bit arithmetic.
  */
 #include "ec_kind.h"
 
@@ -33,6 +35,20 @@ static uint32_t rd32(const EC_ROM uint8_t *p)
            ((uint32_t)p[3] << 24);
 }
 
+/* *acc *= b if the product fits uint32 (1), else 0 (acc > 0): 16 x 16-bit
+ * factors need no 64-bit product */
+static int ec_mul32(uint32_t *acc, uint32_t b)
+{
+    uint32_t a = *acc;
+    if ((a | b) <= 0xFFFFu) { *acc = a * b; return 1; }
+    {
+        uint64_t p = (uint64_t)a * b;
+        if (p > 0xFFFFFFFFu) return 0;
+        *acc = (uint32_t)p;
+        return 1;
+    }
+}
+
 /* itemsize of a dtype code, 0 for an unknown code */
 static uint32_t ec_itemsize(uint32_t code)
 {
@@ -45,8 +61,17 @@ static uint32_t ec_itemsize(uint32_t code)
     }
 }
 
-/* ---- CRC-32 (IEEE 802.3 / zlib), reflected, 4 bits per step ------------- */
-static const EC_ROM uint32_t ec_crc_nibble[16] = {
+/* ---- CRC-32 (IEEE 802.3 / zlib), reflected, a byte per step --------------
+ * The byte-wise table T[x] (x = 0..255) is linear over GF(2), so T[x] =
+ * T[x & 0x0F] ^ T[x & 0xF0]: two 16-entry tables (128 bytes instead of 1 KB)
+ * and one 8-bit shift per byte (a register move on 8-bit cores). */
+static const EC_ROM uint32_t ec_crc_low[16] = {     /* T[i]      */
+    0x00000000u, 0x77073096u, 0xEE0E612Cu, 0x990951BAu,
+    0x076DC419u, 0x706AF48Fu, 0xE963A535u, 0x9E6495A3u,
+    0x0EDB8832u, 0x79DCB8A4u, 0xE0D5E91Eu, 0x97D2D988u,
+    0x09B64C2Bu, 0x7EB17CBDu, 0xE7B82D07u, 0x90BF1D91u
+};
+static const EC_ROM uint32_t ec_crc_high[16] = {    /* T[i << 4] */
     0x00000000u, 0x1DB71064u, 0x3B6E20C8u, 0x26D930ACu,
     0x76DC4190u, 0x6B6B51F4u, 0x4DB26158u, 0x5005713Cu,
     0xEDB88320u, 0xF00F9344u, 0xD6D6A3E8u, 0xCB61B38Cu,
@@ -55,11 +80,10 @@ static const EC_ROM uint32_t ec_crc_nibble[16] = {
 
 static uint32_t ec_crc_update(uint32_t crc, const EC_ROM uint8_t *p, uint32_t n)
 {
-    uint32_t i;
-    for (i = 0; i < n; i++) {
-        crc ^= p[i];
-        crc = (crc >> 4) ^ ec_crc_nibble[crc & 0xFu];
-        crc = (crc >> 4) ^ ec_crc_nibble[crc & 0xFu];
+    const EC_ROM uint8_t *end = p + n;
+    while (p != end) {
+        uint8_t x = (uint8_t)((uint8_t)crc ^ *p++);
+        crc = (crc >> 8) ^ ec_crc_low[x & 0x0Fu] ^ ec_crc_high[x >> 4];
     }
     return crc;
 }
@@ -163,8 +187,8 @@ static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
 EC_AVR_WORKAROUND
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
-    uint32_t total, n, i, j, crc;
-    uint64_t data_start, last_end, cursor;
+    uint32_t total, n, i, j, crc, data_start, last_end, cursor, nonempty;
+    const EC_ROM uint8_t *e;
     const uint16_t one = 1u;
 
     if (buf == NULL || img == NULL) return EC_ERR_ARG;
@@ -205,20 +229,25 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     if (rd16(buf + 24) != EC_HEADER_SIZE || rd16(buf + 26) != EC_ENTRY_SIZE ||
         rd32(buf + 28) != 0u)
         return EC_ERR_HEADER;
-    /* 8. the table fits */
+    /* 8. the table fits (32-bit arithmetic from here: total < 2^32 bounds
+       every offset and end once rule 9 has checked them) */
     n = rd32(buf + 12);
-    data_start = (uint64_t)EC_HEADER_SIZE + (uint64_t)EC_ENTRY_SIZE * n;
-    if (data_start > total) return EC_ERR_HEADER;
+    if (n > (total - EC_HEADER_SIZE) / EC_ENTRY_SIZE) return EC_ERR_HEADER;
+    data_start = EC_HEADER_SIZE + EC_ENTRY_SIZE * n;
 
-    /* 9. every entry */
-    for (i = 0; i < n; i++) {
-        const EC_ROM uint8_t *e = ec_entry(buf, i);
-        uint32_t code, ndim, itemsize, k, offset, nbytes;
-        uint64_t expected = 0u;
+    /* 9. every entry; 11. total_size is the largest end (an empty array
+       counts its offset) */
+    last_end = data_start;
+    nonempty = 0u;
+    for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
+        uint32_t code, ndim, itemsize, k, offset, nbytes, expected;
         int zero_dim = 0, too_big = 0;
         if (!ec_name_ok(e)) return EC_ERR_TABLE;
-        for (j = 0; j < i; j++) {
-            if (ec_name_eq(e, ec_entry(buf, j))) return EC_ERR_TABLE;   /* duplicate */
+        {
+            const EC_ROM uint8_t *o = buf + EC_HEADER_SIZE;
+            for (j = 0; j < i; j++, o += EC_ENTRY_SIZE) {
+                if (ec_name_eq(e, o)) return EC_ERR_TABLE;   /* duplicate */
+            }
         }
         code = e[32];
         itemsize = ec_itemsize(code);
@@ -231,75 +260,82 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
         if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return EC_ERR_TABLE;
         /* itemsize * the product of the non-zero dims fits uint32, for an
            empty array too (read_container's rule: a zero dim does not make any
-           shape valid); computed without overflow, stopping as soon as the
-           product exceeds uint32. Then nbytes == itemsize * prod(shape): 0
-           when a dim is 0. */
+           shape valid), stopping as soon as the product exceeds uint32. Then
+           nbytes == itemsize * prod(shape): 0 when a dim is 0. */
         expected = itemsize;
         for (k = 0; k < ndim; k++) {
-            uint32_t s = rd32(e + 36 + 4u * k);
-            if (s == 0u) zero_dim = 1;
-            else if (!too_big) {
-                expected *= s;          /* <= (2^32 - 1)^2 < 2^64 */
-                if (expected > 0xFFFFFFFFu) too_big = 1;
-            }
+            uint32_t sz = rd32(e + 36 + 4u * k);
+            if (sz == 0u) zero_dim = 1;
+            else if (!too_big && !ec_mul32(&expected, sz)) too_big = 1;
         }
         if (too_big) return EC_ERR_TABLE;
         if (zero_dim) expected = 0u;
         offset = rd32(e + 52);
         nbytes = rd32(e + 56);
-        if ((uint64_t)nbytes != expected) return EC_ERR_TABLE;
+        if (nbytes != expected) return EC_ERR_TABLE;
         if (offset % EC_ALIGNMENT) return EC_ERR_TABLE;
-        if ((uint64_t)offset < data_start) return EC_ERR_TABLE;
-        if ((uint64_t)offset + nbytes > total) return EC_ERR_TABLE;
-    }
-
-    /* 10. non-empty arrays do not overlap (pairwise: no allocation) */
-    for (i = 0; i < n; i++) {
-        const EC_ROM uint8_t *a = ec_entry(buf, i);
-        uint64_t as = rd32(a + 52), ae = as + rd32(a + 56);
-        if (as == ae) continue;
-        for (j = i + 1; j < n; j++) {
-            const EC_ROM uint8_t *b = ec_entry(buf, j);
-            uint64_t bs = rd32(b + 52), be = bs + rd32(b + 56);
-            if (bs == be) continue;
-            if (as < be && bs < ae) return EC_ERR_TABLE;
-        }
-    }
-    /* 11. total_size is the largest end (an empty array counts its offset) */
-    last_end = data_start;
-    for (i = 0; i < n; i++) {
-        const EC_ROM uint8_t *a = ec_entry(buf, i);
-        uint64_t end = (uint64_t)rd32(a + 52) + rd32(a + 56);
-        if (end > last_end) last_end = end;
+        if (offset < data_start) return EC_ERR_TABLE;
+        if (nbytes > total || offset > total - nbytes) return EC_ERR_TABLE;
+        if (offset + nbytes > last_end) last_end = offset + nbytes;
+        nonempty += nbytes != 0u;
     }
     if (last_end != total) return EC_ERR_TABLE;
-    /* 12. every data byte outside the non-empty arrays is zero: walk the
-       disjoint arrays in address order (the next one is the lowest start at
-       or after the cursor) */
+
+    /* 10. non-empty arrays do not overlap, and 12. every data byte outside
+       them is zero. Fast path, the writer's layout: the non-empty arrays in
+       table order lie in address order, each at or after the previous end;
+       then one pass over the table checks both, and the gaps are scanned. */
     cursor = data_start;
-    for (;;) {
-        uint64_t best = (uint64_t)total + 1u, best_end = 0u, p;
-        for (i = 0; i < n; i++) {
-            const EC_ROM uint8_t *a = ec_entry(buf, i);
-            uint64_t s = rd32(a + 52), len = rd32(a + 56);
-            if (len != 0u && s >= cursor && s < best) { best = s; best_end = s + len; }
-        }
-        p = best <= total ? best : (uint64_t)total;
-        {   /* the gap [cursor, p) lies inside total_size: 32-bit offsets */
-            uint32_t at = (uint32_t)cursor, stop = (uint32_t)p;
-            for (; at < stop; at++) {
+    for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
+        uint32_t st = rd32(e + 52), len = rd32(e + 56);
+        if (len == 0u) continue;
+        if (st < cursor) break;
+        cursor = st + len;
+    }
+    if (i == n) {
+        cursor = data_start;
+        for (i = 0, e = buf + EC_HEADER_SIZE; i <= n; i++, e += EC_ENTRY_SIZE) {
+            uint32_t st = total, len = 0u, at;
+            if (i < n) {
+                st = rd32(e + 52);
+                len = rd32(e + 56);
+                if (len == 0u) continue;
+            }
+            for (at = cursor; at < st; at++) {   /* the gap [cursor, st) */
                 if (buf[at] != 0u) return EC_ERR_TABLE;
             }
-            cursor = p;
+            cursor = st + len;
         }
-        if (best > total) break;
-        cursor = best_end;
+    } else {
+        /* any other order: walk the arrays in address order (the next is the
+           lowest start at or after the end of the previous one). Two arrays
+           with the same start overlap; an array starting inside another is
+           never the next one, so it is left unvisited: either way the table
+           is refused. O(arrays^2) on the table. */
+        cursor = data_start;
+        for (;;) {
+            uint32_t best = total, best_end = 0u, ties = 0u, at;
+            for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
+                uint32_t st = rd32(e + 52), len = rd32(e + 56);
+                if (len == 0u || st < cursor) continue;
+                if (st < best) { best = st; best_end = st + len; ties = 0u; }
+                else if (st == best) ties++;
+            }
+            if (ties != 0u) return EC_ERR_TABLE;
+            for (at = cursor; at < best; at++) {  /* the gap [cursor, best) */
+                if (buf[at] != 0u) return EC_ERR_TABLE;
+            }
+            if (best == total) break;
+            cursor = best_end;
+            if (nonempty-- == 0u) return EC_ERR_TABLE;   /* cannot happen */
+        }
+        if (nonempty != 0u) return EC_ERR_TABLE;         /* an array inside another */
     }
+
     /* 13. __meta__ is 1-d uint8 (its JSON text is not parsed on the device);
        __classes__ is 1-d uint8, not empty, ends with a NUL and is valid
        UTF-8; no other name starting with "__" */
-    for (i = 0; i < n; i++) {
-        const EC_ROM uint8_t *e = ec_entry(buf, i);
+    for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
         if (e[0] == '_' && e[1] == '_') {
             int classes = ec_name_is(e, ec_classes_name);
             if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;

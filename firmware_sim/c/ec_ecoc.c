@@ -277,13 +277,19 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
      * same pass picks the arithmetic of the scores (EC_LIN_*). */
     mode = EC_LIN_ACC32;
     for (o = 0; o < k; o++) {
-        uint64_t absb = abs64(b[o]), abs_w = 0;
-        for (f = 0; f < d; f++) {
-            int32_t v = w[(uint32_t)f * k + o];
-            abs_w += v < 0 ? (uint64_t)(-(int64_t)v) : (uint64_t)v;
-            if (v < -32768 || v > 32767)
+        const EC_ROM int32_t *p = w + o;
+        uint64_t absb = abs64(b[o]), abs_w;
+        uint32_t lo = 0u, hi = 0u;           /* sum_f |w| in two 32-bit words */
+        for (f = 0; f < d; f++, p += k) {
+            int32_t v = *p;
+            uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+            lo += a;
+            if (lo < a)
+                hi++;
+            if (a > 32767u && v != -32768)
                 mode = EC_LIN_WIDE;
         }
+        abs_w = ((uint64_t)hi << 32) | lo;
         if (absb > EC_INT64_MAX_U || abs_w > (EC_INT64_MAX_U - absb) / EC_Q_ABS_MAX)
             return EC_ERR_RULE;
         if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
@@ -423,7 +429,7 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     const EC_ROM int16_t *code, *cls;
     const EC_ROM int32_t *unused, *n_cls, *cls_off;
     const EC_ROM uint64_t *center;
-    uint32_t c, m, d, r, j, words, wd;
+    uint32_t c, m, d, r, j, words;
     int32_t n_sym, max_code;
     uint64_t total, sum;
     uint8_t kind;
@@ -438,14 +444,16 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     if (c < 2u || m < 1u)
         return EC_ERR_RULE;
     max_code = -1;
-    for (r = 0; r < c; r++)
-        for (j = 0; j < m; j++) {
-            int16_t v = code[(uint32_t)r * m + j];
+    {
+        const EC_ROM int16_t *e = code, *end = code + (uint32_t)c * m;
+        for (; e != end; e++) {
+            int16_t v = *e;
             if (v < -1)
                 return EC_ERR_RULE;
             if (v > max_code)
                 max_code = v;
         }
+    }
     /* rule 2: the alphabet */
     if ((s = get_vector(img, EC_STR("n_symbols"), EC_I32, 1u, &a)) != EC_OK)
         return s;
@@ -508,9 +516,13 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     center = AS(uint64_t, a);
     if (d < 1u)
         return EC_ERR_RULE;
-    for (j = 0; j < d; j++)
-        if (((center[j] >> 52) & 0x7FFu) == 0x7FFu) /* NaN or infinity */
-            return EC_ERR_RULE;
+    {   /* NaN or infinity: exponent bits 52..62 all set, i.e. bits 4..14 of
+           the top 16-bit half (little-endian) */
+        const EC_ROM uint16_t *top = (const EC_ROM uint16_t *)(const EC_ROM void *)center;
+        for (j = 0; j < d; j++)
+            if ((top[4u * j + 3u] & 0x7FF0u) == 0x7FF0u)
+                return EC_ERR_RULE;
+    }
     if ((s = get_vector(img, EC_STR("in_shift"), EC_I8, d, &a)) != EC_OK)
         return s;
     mo->in_center_bits = center;          /* for ec_quantize (host side of the contract) */
@@ -540,20 +552,18 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
         if (a.shape[0] != c || a.shape[1] != words)
             return EC_ERR_SCHEMA;
         used = AS(uint64_t, a);
-        for (wd = 0; wd < 2u; wd++) {
-            const EC_ROM uint64_t *packed = wd == 0 ? bits : used;
-            for (r = 0; r < c; r++) {
-                const EC_ROM int16_t *row = code + (uint32_t)r * m;
-                uint32_t k;
-                for (k = 0; k < words; k++) {
-                    uint64_t want = 0;
-                    uint32_t j0 = k * 64u, j1 = m - j0 < 64u ? m : j0 + 64u;
-                    for (j = j0; j < j1; j++) {
-                        int16_t v = row[j];
-                        if (wd == 0 ? v == 1 : v >= 0)
-                            want |= (uint64_t)1u << (j - j0);
-                    }
-                    if (packed[(uint32_t)r * words + k] != want)
+        {   /* the rows as bytes (little-endian words): bit j of a row is bit
+               j % 8 of its byte j / 8; the bits from m to 64 words are 0 */
+            const EC_ROM uint8_t *pb = (const EC_ROM uint8_t *)(const EC_ROM void *)bits;
+            const EC_ROM uint8_t *pu = (const EC_ROM uint8_t *)(const EC_ROM void *)used;
+            const EC_ROM int16_t *row = code;
+            uint32_t nbits = 64u * words;
+            for (r = 0; r < c; r++, row += m, pb += 8u * words, pu += 8u * words) {
+                for (j = 0; j < nbits; j++) {
+                    int32_t v = j < m ? row[j] : -1;
+                    uint8_t sh = (uint8_t)(j & 7u);
+                    if (((pb[j >> 3] >> sh) & 1u) != (v == 1 ? 1u : 0u) ||
+                        ((pu[j >> 3] >> sh) & 1u) != (v != -1 ? 1u : 0u))
                         return EC_ERR_RULE;
                 }
             }
