@@ -401,8 +401,9 @@ def main():
                     help="only the per-kind x per-target table (issue 26) on these targets "
                          f"(all: {','.join(TABLE_TARGETS)})")
     ap.add_argument("--kinds", default=None, metavar="K[,K..]",
-                    help="with --targets: only these rows (nb, ecoc_linear, ecoc_trees, ssbc, "
-                         "forest)")
+                    help="with --targets: only these rows (nb, ecoc_linear, ecoc_linear_i32, "
+                         "ecoc_trees, ssbc, forest)")
+    ap.add_argument("--no-emlearn", action="store_true", help="with --targets: no peer rows")
     a = ap.parse_args()
     if a.targets:
         tg = TABLE_TARGETS if a.targets == "all" else tuple(a.targets.split(","))
@@ -411,7 +412,7 @@ def main():
         work = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="bench_fw_"))
         work.mkdir(parents=True, exist_ok=True)
         try:
-            run_targets(work, tg, a.kinds.split(",") if a.kinds else None)
+            run_targets(work, tg, a.kinds.split(",") if a.kinds else None, not a.no_emlearn)
         finally:
             if not a.keep:
                 shutil.rmtree(work, ignore_errors=True)
@@ -631,18 +632,34 @@ int main(void)
 
 
 def table_models():
-    """{kind row: (device, test frames, y_test, classes, emlearn key)} of the
-    per-target table: NB, ECOC linear, ECOC trees, SSBC, forest."""
+    """{kind row: (device, X_test, y_test, classes)} of the per-target table:
+    NB, ECOC linear (exported for 64-bit sums, the default, and for 32-bit
+    ones), ECOC trees, SSBC (a table of 300 rows: it fits the ATmega328P),
+    forest."""
     from sklearn.datasets import load_digits
     from sklearn.ensemble import RandomForestClassifier
+    from sklearn.svm import LinearSVC
 
+    from edgecode.ecoc import make_code
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from edgecode.hashing import SSBC
+    from export.ecoc import export_ecoc
     from export.forest import export_forest
+    from export.ssbc import export_ssbc
 
     base = build_models(False)
-    out = {"nb": base["nb_greedy"], "ecoc_linear": base["ecoc_linsvm15_bin"],
-           "ecoc_trees": base["ecoc_tree15_3ary"], "ssbc": base["ssbc16_knn"]}
     X, y = load_digits(return_X_y=True)
     tr, te = slice(0, 1200), slice(1200, None)
+    Xs = X / 16.0
+    svm = ECOCClassifier(LinearSVC(random_state=0),
+                         code=make_code("dense_random", 10, 15, random_state=0)).fit(Xs[tr], y[tr])
+    h = SSBC(16, 64, 32, center=True, random_state=0).fit(X[tr])
+    sdev = firmware_sim.load(export_ssbc(h, X_table=X[:300], y_table=y[:300], knn_k=5).container)
+    out = {"nb": base["nb_greedy"], "ecoc_linear": base["ecoc_linsvm15_bin"],
+           "ecoc_linear_i32": (export_ecoc(svm, Xs[tr], accumulator="int32").device, Xs[te],
+                               y[te], np.unique(y[tr])),
+           "ecoc_trees": base["ecoc_tree15_3ary"],
+           "ssbc": (sdev, X[te], y[te], np.unique(y[tr]))}
     Xi = X * 16
     rf = RandomForestClassifier(15, max_depth=4, random_state=0).fit(Xi[tr], y[tr])
     fdev = firmware_sim.load(export_forest(rf, leaf="class").container)
@@ -770,8 +787,14 @@ def emlearn_avr_rv(model, ctype, n_features, libs, target, d, includedir):
     return flash, ram + m1["stack_peak"], m1["stack_peak"], m1["cycles"] - m0["cycles"]
 
 
-def run_targets(work, targets, kinds=None):
-    """The per-kind x per-target table (issue 26): ours, then emlearn."""
+def run_targets(work, targets, kinds=None, emlearn_rows=True):
+    """The per-kind x per-target table (issue 26): ours, then emlearn. With
+    the environment variable EC_BENCH_C_DIR, the firmware is written from that
+    copy of ``firmware_sim/c`` (an older runtime: the "before" columns)."""
+    import export.firmware as ef
+    if os.environ.get("EC_BENCH_C_DIR"):
+        ef._C_DIR = Path(os.environ["EC_BENCH_C_DIR"]).resolve()
+        print(f"# C runtime from {ef._C_DIR}")
     t0 = time.perf_counter()
     models = table_models()
     if kinds:
@@ -805,6 +828,8 @@ def run_targets(work, targets, kinds=None):
                  "infer", "est_infer_cycles", "est_flash_B", "unit", "vs_firmware_sim",
                  "wall_s"], rows)
 
+    if not emlearn_rows:
+        return
     em = emlearn_models(work)
     if em is None:
         print("\n# emlearn: not installed, no peer rows")

@@ -297,3 +297,19 @@ def test_open_checks_any_layout_as_firmware_sim(runners, tmp_path):
     for runner in runners.values():
         got = [ok for ok, _ in check_images(runner, fixed)]
         assert got == want
+
+
+def test_cli_ecoc_accumulator_int32(tmp_path, capsys):
+    """``edgecode ecoc ... --accumulator int32 --out`` writes an image the
+    runtime sums in 32 bits; a bad choice is one ``error:`` line."""
+    from export.cli import main
+    out = tmp_path / "m.edgc"
+    assert main(["ecoc", "iris", "--learner", "logistic", "--code", "dense_random",
+                 "--n-columns", "3", "--eps", "0", "--trials", "1", "--quiet",
+                 "--accumulator", "int32", "--out", str(out)]) == 0
+    arrays = firmware_sim.load(out.read_bytes()).container.arrays
+    assert linear_accumulator(arrays) == "int32"
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["ecoc", "iris", "--accumulator", "int16"])
+    assert "int16" in capsys.readouterr().err

@@ -36,7 +36,7 @@ def _learner(name, seed, max_depth=None, min_samples_leaf=1):
 def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding="hamming",
              test_size=0.3, eps=(0.0, 0.05, 0.1, 0.2), trials=5, out=None, onnx_out=None,
              seed=0, stream=None, quiet=False, max_depth=None, min_samples_leaf=1,
-             data_options=None, progress=False):
+             data_options=None, progress=False, accumulator="int64"):
     """Train, report accuracy and code distances, export, compare runtimes, simulate noise.
 
     ``data``: a bundled set or CSV path (read by :func:`export.data.load_table`
@@ -86,7 +86,7 @@ def run_ecoc(data, *, code="nary", N=3, n_columns=None, learner="tree", decoding
     meta = {"dataset": src, "code": str(code), **({"dataset_options": opts} if opts else {})}
     with AtomicOutputs([out, onnx_out]) as tmp:      # nothing is written unless all succeeds
         exp = export_ecoc(clf, Xtr, X_check=Xte, container_path=tmp[out],
-                          onnx_path=tmp[onnx_out], meta=meta)
+                          onnx_path=tmp[onnx_out], meta=meta, accumulator=accumulator)
         result["export"] = exp
         dev = exp.device
         q = dev.quantize(Xte)
@@ -192,6 +192,10 @@ def register(sub):
                    "learners")
     p.add_argument("--out", help="write the device container here (.edgc)")
     p.add_argument("--onnx", help="write the ONNX graph here (.onnx)")
+    p.add_argument("--accumulator", default="int64", choices=["int64", "int32"],
+                   help="linear learners: scale the weights for 64-bit score sums (default) "
+                        "or for 32-bit ones, 16-bit weights (the firmware's narrow "
+                        "arithmetic: about 4x fewer cycles on AVR)")
     p.set_defaults(func=_cmd_ecoc)
 
 
@@ -213,4 +217,5 @@ def _cmd_ecoc(args):
              learner=args.learner, decoding=args.decoding, test_size=args.test_size, eps=eps,
              trials=args.trials, out=args.out, onnx_out=args.onnx, seed=args.seed,
              max_depth=args.max_depth, min_samples_leaf=args.min_samples_leaf,
-             data_options=data_options(args), progress=not args.quiet)
+             data_options=data_options(args), progress=not args.quiet,
+             accumulator=args.accumulator)
