@@ -228,13 +228,38 @@ deep:
 
 /* ---- linear learners (rules 9, 10) ---------------------------------------- */
 
+/* sum_f |p[f stride]| for d entries (in two 32-bit words: < d 2^31), and
+ * *mode = EC_LIN_WIDE when one of them is outside int16. Its own function,
+ * not inlined: the loop keeps its variables in registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static uint64_t column_abs_sum(const EC_ROM int32_t *p, uint32_t d, uint32_t stride,
+                               uint8_t *mode)
+{
+    uint32_t lo = 0u, hi = 0u, f;
+    uint8_t wide = 0u;
+    for (f = 0; f < d; f++, p += stride) {
+        int32_t v = *p;
+        uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
+        lo += a;
+        if (lo < a)
+            hi++;
+        if (a > 32767u && v != -32768)
+            wide = 1u;
+    }
+    if (wide)
+        *mode = EC_LIN_WIDE;
+    return ((uint64_t)hi << 32) | lo;
+}
+
 static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_ROM int32_t *n_cls)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
     const EC_ROM int32_t *w, *n_out, *out_off;
     const EC_ROM int64_t *b;
-    uint32_t m = mo->n_columns, d = mo->n_features, k, j, o, f;
+    uint32_t m = mo->n_columns, d = mo->n_features, k, j, o;
     uint64_t sum;
     uint8_t mode;
 
@@ -277,19 +302,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
      * same pass picks the arithmetic of the scores (EC_LIN_*). */
     mode = EC_LIN_ACC32;
     for (o = 0; o < k; o++) {
-        const EC_ROM int32_t *p = w + o;
-        uint64_t absb = abs64(b[o]), abs_w;
-        uint32_t lo = 0u, hi = 0u;           /* sum_f |w| in two 32-bit words */
-        for (f = 0; f < d; f++, p += k) {
-            int32_t v = *p;
-            uint32_t a = v < 0 ? 0u - (uint32_t)v : (uint32_t)v;
-            lo += a;
-            if (lo < a)
-                hi++;
-            if (a > 32767u && v != -32768)
-                mode = EC_LIN_WIDE;
-        }
-        abs_w = ((uint64_t)hi << 32) | lo;
+        uint64_t absb = abs64(b[o]), abs_w = column_abs_sum(w + o, d, k, &mode);
         if (absb > EC_INT64_MAX_U || abs_w > (EC_INT64_MAX_U - absb) / EC_Q_ABS_MAX)
             return EC_ERR_RULE;
         if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
@@ -557,13 +570,18 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
             const EC_ROM uint8_t *pb = (const EC_ROM uint8_t *)(const EC_ROM void *)bits;
             const EC_ROM uint8_t *pu = (const EC_ROM uint8_t *)(const EC_ROM void *)used;
             const EC_ROM int16_t *row = code;
-            uint32_t nbits = 64u * words;
-            for (r = 0; r < c; r++, row += m, pb += 8u * words, pu += 8u * words) {
-                for (j = 0; j < nbits; j++) {
-                    int32_t v = j < m ? row[j] : -1;
-                    uint8_t sh = (uint8_t)(j & 7u);
-                    if (((pb[j >> 3] >> sh) & 1u) != (v == 1 ? 1u : 0u) ||
-                        ((pu[j >> 3] >> sh) & 1u) != (v != -1 ? 1u : 0u))
+            uint32_t nbytes = 8u * words, b;
+            for (r = 0; r < c; r++, row += m, pb += nbytes, pu += nbytes) {
+                for (b = 0, j = 0; b < nbytes; b++) {   /* a byte of 8 columns */
+                    uint8_t want_b = 0u, want_u = 0u, bit;
+                    for (bit = 1u; bit != 0u && j < m; bit = (uint8_t)(bit << 1), j++) {
+                        int32_t v = row[j];
+                        if (v == 1)
+                            want_b |= bit;
+                        if (v != -1)
+                            want_u |= bit;
+                    }
+                    if (pb[b] != want_b || pu[b] != want_u)
                         return EC_ERR_RULE;
                 }
             }
