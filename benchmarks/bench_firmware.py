@@ -68,6 +68,38 @@ Tables (``;``-separated):
 Stack figures are ``-fstack-usage`` frames along ``-fcallgraph-info`` edges
 from ``main``; calls into libgcc (and, for emlearn's MLP, newlib's libm/libc)
 count 0.
+
+Per kind and target (issue 26), ``--targets T[,T..]|all`` instead prints
+only this table::
+
+    python benchmarks/bench_firmware.py --targets all [--kinds K,..] [--no-emlearn]
+
+7. ``targets``: for NB (``nb_greedy``), ECOC linear (``ecoc_linsvm15_bin``
+   as exported by default, 31-bit weights and int64 sums, and
+   ``ecoc_linear_i32``: the same fitted model with
+   ``export_ecoc(.., accumulator="int32")``), ECOC trees
+   (``ecoc_tree15_3ary``), SSBC (16 bits, 64 anchors, a k-NN table of the
+   first 300 training digits: it fits the ATmega328P) and the forest kind
+   (``RandomForestClassifier(15, max_depth=4)`` on digits x 16, class
+   leaves), on host, cortex-m0plus, cortex-m4, atmega328p, atmega2560 and
+   rv32imac with the target's default optimisation: flash, RAM and stack of
+   ``build_firmware``'s size probe (AVR stack: simavr's peak), the image
+   size, the open's and the median inference's count over 8 test frames --
+   exact cycles on AVR (simavr), instructions on RV32 (QEMU ``-icount``) and
+   Cortex-M4 (QEMU, one instruction per block; the open: a program that
+   opens minus one that does not), none on the host and M0+ (no emulator) --,
+   the labels and decision integers against firmware_sim, and
+   ``firmware_sim.profiles.estimate`` with the target's profile (``-`` where
+   no profile models the target);
+8. ``emlearn`` on the same targets: GaussianNB, the random forest (inline
+   and loadable) and the MLP (emlearn has no plain linear model), flash,
+   RAM and stack of a probe calling ``peer_predict`` once, and on AVR its
+   cycles (simavr: a program with the call minus one without; the input is
+   all zeros).
+
+``EC_BENCH_C_DIR=DIR`` writes the firmware from another copy of
+``firmware_sim/c`` (an older runtime: the "before" columns of
+``benchmarks/README.md``).
 """
 
 import argparse
@@ -771,7 +803,7 @@ def emlearn_avr_rv(model, ctype, n_features, libs, target, d, includedir):
                f"-DCALL={call}", "-I", includedir, f"probe{call}.c", "-Wl,--gc-sections",
                *libs, "-o", f"probe{call}.elf"]
         if t.family == "riscv":
-            cmd[-2:-2] = ["--specs=picolibc.specs", "--oslib=semihost", "--crt0=semihost",
+            cmd[-2:-2] = ["--specs=picolibc.specs", "--crt0=minimal",   # as our probe
                           "-T", str(_C_DIR / "riscv" / "link.ld")]
         _run(cmd, d)
         out[call] = d / f"probe{call}.elf"
