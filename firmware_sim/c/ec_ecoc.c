@@ -20,10 +20,13 @@
  *
  * ecoc_infer streams: each score is accumulated, compared and
  * forgotten, the learner symbols go straight into decision[0..m), the
- * packed binary decoder packs one 64-bit word of them at a time and adds
- * its popcounts into decision[m..m+c). No workspace is needed.
+ * packed binary decoder packs a byte of them at a time and adds its
+ * popcounts into decision[m..m+c). No workspace is needed. Linear scores
+ * take the narrowest exact arithmetic the image allows (EC_LIN_*, chosen in
+ * rule 10's pass; docs/firmware.md, "Narrow arithmetic").
  *
- * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc.
+ * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc; on
+ * AVR one inline-assembly multiply-accumulate (EC_MAC16).
  * Arrays are read through typed pointers into the image (16-byte aligned,
  * little-endian: the host, Cortex-M, AVR and RISC-V alike).
  */

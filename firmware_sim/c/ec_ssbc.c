@@ -12,7 +12,9 @@
  * opener needs no floating point either.
  *
  * ssbc_infer is firmware_sim/_kernels/ssbc.py (_ssbc_bits, _q15_exp_neg,
- * _hamming_knn) for one frame, in the same integer operations;
+ * _hamming_knn) for one frame, with the same integer results, computed in
+ * 16- and 32-bit operations where that is exact (ssbc_affinity; 64-bit ones
+ * only for exp_mult >= 2^32; docs/firmware.md, "Narrow arithmetic");
  * ec_ssbc_quantize is device.encode (firmware_sim.ssbc.quantize_input).
  *
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
