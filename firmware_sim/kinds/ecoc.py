@@ -216,6 +216,58 @@ class ECOCDevice(Device):
     runtime_bytes = MappingProxyType({"cortex-m0": (8163, 552), "cortex-m4": (6771, 496)})
 
     @classmethod
+    def erasure_owners(cls, container):
+        """Image protection's fallback: a detected upset of a learner's parameters
+        (``lin_weights``, ``lin_bias`` scores; ``tree_threshold`` nodes) erases the
+        learner: its output is left out of the Hamming distance (a code of row
+        distance d then survives d - 1 erased learners)."""
+        a = container.arrays
+        out = {}
+        try:
+            if "lin_weights" in a and "col_n_out" in a:
+                n_out = a["col_n_out"].astype(np.int64)
+                k = a["lin_bias"].size if "lin_bias" in a else int(n_out.sum())
+                if n_out.min(initial=0) >= 0 and n_out.sum() == k:
+                    score = np.repeat(np.arange(n_out.size), n_out)
+                    out["lin_bias"] = score
+                    out["lin_weights"] = np.tile(score, a["lin_weights"].size // max(k, 1))
+            if "tree_threshold" in a and "tree_root" in a:
+                n = a["tree_threshold"].size
+                left = a["tree_left"].astype(np.int64)
+                right = a["tree_right"].astype(np.int64)
+                owner = np.full(n, -1, np.int64)
+                for j, r in enumerate(a["tree_root"].astype(np.int64).tolist()):
+                    stack, steps = [r], 0
+                    while stack and steps <= n:
+                        i = stack.pop()
+                        steps += 1
+                        if not 0 <= i < n or owner[i] >= 0:
+                            continue
+                        owner[i] = j
+                        if left[i] >= 0:
+                            stack.extend((int(left[i]), int(right[i])))
+                out["tree_threshold"] = owner
+        except (KeyError, ValueError, IndexError):   # an inconsistent image: no fallback
+            return {}
+        return out
+
+    def erase(self, units):
+        """Leave the erased learners (columns) out of the Hamming distance: every
+        codeword then counts 1/2 for each (the unused symbol's weight), which
+        ranks the classes as leaving them out does."""
+        cols = np.asarray(units, np.int64)
+        code = np.array(self.code)
+        self.unused = self.unused + (code[:, cols] >= 0).sum(axis=1)
+        code[:, cols] = -1
+        code.flags.writeable = False
+        self.code = code
+        if self.n_symbols == 2:
+            used = np.array(self._code_used)
+            for j in cols.tolist():
+                used[:, j // 64] &= ~np.uint64(1 << (j % 64))
+            self._code_used = used
+
+    @classmethod
     def check_container(cls, container):
         """Rules of kind ``ecoc`` (``docs/container_format.md``); returns the
         validated arrays by name plus ``n_symbols``, ``learner_kind``
