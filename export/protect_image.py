@@ -217,7 +217,7 @@ def _uniform(container, scheme):
 
 def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_overhead=0.04,
                   scheme="auto", random_state=0, n_trials=400, sample_bits=256,
-                  progress=None):
+                  ranking=None, progress=None):
     """Protect a stored image against upsets under a flash budget and predict the result.
 
     Parameters
@@ -251,6 +251,10 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     sample_bits : int
         Bits upset one at a time per array for the ranking (every bit of a
         smaller array).
+    ranking : dict, optional
+        ``report["ranking"]`` of an earlier call on the same image and points:
+        reuses its per-array single-upset and erasure figures (the sampled
+        ranking is the slow part).
     progress : callable, optional
         Passed to the prediction's campaign.
 
@@ -262,7 +266,8 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         first_order_change), ``base_bytes``, ``protected_bytes``,
         ``overhead``, ``predicted_label_change`` with
         ``predicted_interval`` (99%), ``method``, ``refused_rate``,
-        ``first_order_label_change``, ``accuracy`` (given ``y``).
+        ``first_order_label_change``, ``accuracy`` (given ``y``),
+        ``ranking`` (the per-array figures, for ``ranking=``).
 
     Raises
     ------
@@ -292,8 +297,11 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     y_idx = _label_indices(container, y)
     rng = np.random.default_rng(random_state)
     base = container.nbytes
-    sens = _sensitivity(container, frames, clean, int(sample_bits), rng)
-    erase = _erasure_damage(container, frames, clean, rng)
+    if ranking is None:
+        sens = _sensitivity(container, frames, clean, int(sample_bits), rng)
+        erase = _erasure_damage(container, frames, clean, rng)
+    else:
+        sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])
     if scheme == "auto":
         plan = _plan(container, eps, float(max_overhead) * base, sens, erase)
     else:
@@ -314,7 +322,8 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
               "max_overhead": float(max_overhead), "allocation": alloc,
               "base_bytes": int(base), "protected_bytes": int(prot.nbytes),
               "overhead": (prot.nbytes - base) / base,
-              "first_order_label_change": 1.0 - math.exp(-total_h)}
+              "first_order_label_change": 1.0 - math.exp(-total_h),
+              "ranking": {"single_upset": sens, "erasure": erase}}
     if eps == 0.0:
         report.update(predicted_label_change=0.0, predicted_interval=[0.0, 0.0],
                       refused_rate=0.0, method="exact: no upset at eps = 0")
