@@ -183,6 +183,13 @@ class BaseDevice:
         in an array not listed refuses the image. The default lists none."""
         return {}
 
+    @classmethod
+    def repair(cls, arrays: dict, units) -> dict:
+        """Before the rules run: the arrays (corrected; detected elements read 0)
+        made consistent for the erased ``units`` (e.g. an erased ECOC tree
+        rebuilt as a placeholder). The default returns them unchanged."""
+        return arrays
+
     def erase(self, units) -> None:
         """Drop the units (sorted int64) that :meth:`erasure_owners` named after a
         detected upset; their elements already read 0."""

@@ -428,8 +428,10 @@ def open_protected(container, cls):
             arrays[name] = a
             own = np.asarray(owners[name]).reshape(-1)[mask]
             units.update(int(u) for u in own if u >= 0)
-    dev = cls(view(arrays))
     units = sorted(units)
+    if units:
+        arrays = cls.repair(arrays, np.asarray(units, np.int64))
+    dev = cls(view(arrays))
     if units:
         dev.erase(np.asarray(units, np.int64))
     dev.container = container

@@ -237,6 +237,29 @@ def test_full_protection_survives_every_single_upset(ecoc_tree, glass):
         assert (load(fault.apply_positions(prot.container, [b])).labels(frames) == clean).all()
 
 
+@pytest.mark.parametrize("array", ["tree_left", "tree_feature", "tree_leaf", "tree_threshold"])
+def test_a_detected_upset_of_a_tree_erases_its_learner(ecoc_tree, glass, array):
+    """Brute force over a sample of the bits of a tree array under parity: the
+    learner owning the node is erased (its tree rebuilt as a placeholder the
+    rules accept) and the labels are Hamming-nearest without its column."""
+    X, _ = glass
+    c = ecoc_tree.container
+    prot = read_container(protect_container(c, {array: ("parity", 1)}))
+    frames = ecoc_tree.encode(X)
+    sym = ecoc_tree.stage(frames).astype(np.int64)
+    roots = np.asarray(c.arrays["tree_root"])
+    owner = np.searchsorted(np.sort(roots), np.arange(c.arrays[array].size), "right") - 1
+    owner = np.argsort(roots)[owner]
+    size = c.arrays[array].dtype.itemsize
+    fault = ParameterUpset(count=1, arrays=[array])
+    for b in range(0, 8 * c.arrays[array].nbytes, 29):
+        faulty = load(fault.apply_positions(prot, [b]))
+        col = int(owner[b // (8 * size)])
+        assert faulty.protection["erased_units"] == [col]
+        ref = _hamming_without(np.asarray(ecoc_tree.code, np.int64), sym, [col])
+        assert (faulty.labels(frames) == ref).all()
+
+
 def test_forest_and_nb_fallbacks(glass):
     from sklearn.ensemble import RandomForestClassifier
 
