@@ -282,7 +282,12 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
     if kinds not in ("model", "all"):
         raise ValueError(f"kinds must be 'model' or 'all'; got {kinds!r}")
     raw = _image_bytes(artifact)
-    device = firmware_sim.load(read_container(raw))
+    parsed = read_container(raw)
+    if parsed.protect is not None:
+        raise ValueError("the image is protected ('__protect__', issue 27) and the C runtime "
+                         "does not decode image protection yet: write the firmware of the "
+                         "unprotected image (docs/protection.md, 'Not done yet')")
+    device = firmware_sim.load(parsed)
     if len(raw) > t.max_image_bytes:
         raise ValueError(f"the image ({len(raw):,} B) is too large for {t.name}: the AVR runtime "
                          f"reads it from the first 64 KB of flash (__flash, EC_ROM), at most "

@@ -76,6 +76,9 @@ MAX_TOTAL_SIZE = 2**32 - 1
 META_NAME = "__meta__"
 #: Reserved array of the class names (written from ``meta["classes"]``).
 CLASSES_NAME = "__classes__"
+#: Reserved array of the image protection (issue 27: the scheme of each
+#: protected array and its check bits; :mod:`firmware_sim.protection`).
+PROTECT_NAME = "__protect__"
 
 # Header: magic, version, kind, n_arrays, total_size, crc32, header_size,
 # entry_size, reserved.
@@ -148,6 +151,10 @@ class Container:
         says, readable by a device without a JSON parser.
     nbytes : int
         Size of the whole container in bytes (what is stored in flash).
+    protect : ndarray of uint8 or None
+        The reserved array ``"__protect__"`` as stored (None when the image
+        is not protected): the schemes and check bits that
+        :mod:`firmware_sim.protection` decodes when the device loads it.
 
     Examples
     --------
@@ -160,9 +167,12 @@ class Container:
     3
     """
 
-    __slots__ = ("kind", "version", "arrays", "meta", "nbytes", "_raw", "class_names")
+    __slots__ = ("kind", "version", "arrays", "meta", "nbytes", "_raw", "class_names",
+                 "protect")
 
-    def __init__(self, kind, version, arrays, meta, nbytes, raw, class_names=None):
+    def __init__(self, kind, version, arrays, meta, nbytes, raw, class_names=None,
+                 protect=None):
+        self.protect = protect
         self.kind = kind
         self.version = version
         self.arrays = MappingProxyType(arrays)
@@ -285,7 +295,7 @@ def _coerce_array(name, a):
     return _DTYPE_CODES[arr.dtype.str], arr
 
 
-def write_container(path, kind, arrays, meta=None):
+def write_container(path, kind, arrays, meta=None, *, protect=None):
     """Validate, then emit a container; optionally write it to ``path``.
 
     Parameters
@@ -304,6 +314,10 @@ def write_container(path, kind, arrays, meta=None):
     meta : dict, optional
         JSON-serialisable metadata with str keys (no NaN/inf), stored as the
         uint8 array ``"__meta__"`` (UTF-8 JSON, sorted keys).
+    protect : array-like of uint8, optional
+        The reserved array ``"__protect__"`` (written by
+        :func:`firmware_sim.protection.protect_container`; stored after the
+        model's arrays, its content checked when a device loads the image).
 
     Returns
     -------
@@ -337,6 +351,12 @@ def write_container(path, kind, arrays, meta=None):
         _check_name(name)
         code, arr = _coerce_array(name, a)
         entries.append((name, code, arr))
+    if protect is not None:
+        parr = np.asarray(protect)
+        if parr.dtype != np.uint8 or parr.ndim != 1:
+            raise ContainerError(f"{PROTECT_NAME!r} must be 1-dimensional uint8; got "
+                                 f"{parr.dtype.name} with shape {parr.shape}")
+        entries.append((PROTECT_NAME, _DTYPE_CODES["|u1"], np.ascontiguousarray(parr)))
     if meta is not None:
         if not isinstance(meta, dict):
             raise TypeError(f"meta must be a dict; got {type(meta).__name__}")
@@ -663,9 +683,16 @@ def read_container(source):
     names = None
     if CLASSES_NAME in arrays:
         names = _parse_class_names(arrays.pop(CLASSES_NAME))
+    protect = None
+    if PROTECT_NAME in arrays:
+        protect = arrays.pop(PROTECT_NAME)
+        if protect.dtype != np.uint8 or protect.ndim != 1:
+            raise ContainerError(f"array {PROTECT_NAME!r} must be 1-dimensional uint8 (the "
+                                 f"protection table and check bits); got {protect.dtype.name} "
+                                 f"with shape {protect.shape}")
     for name in arrays:
         if name.startswith("__"):
             raise ContainerError(f"array {name!r}: unknown reserved name (names starting "
                                  f"with '__' are reserved; version {version} defines "
-                                 f"only {META_NAME!r} and {CLASSES_NAME!r})")
-    return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw, names)
+                                 f"only {META_NAME!r}, {CLASSES_NAME!r} and {PROTECT_NAME!r})")
+    return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw, names, protect)

@@ -171,6 +171,30 @@ class BaseDevice:
                                  f"{cls.kind!r}")
         return {}
 
+    # -- image protection (issue 27) ---------------------------------------------
+    @classmethod
+    def erasure_owners(cls, container: Container) -> dict:
+        """The kind's fallback for detected upsets (:mod:`firmware_sim.protection`):
+        ``{array: owners}``, for each array whose elements may be erased, an int
+        array with one entry per element: the unit that :meth:`erase` drops when
+        the element is detected bad (an ECOC learner, a forest tree), or -1 when
+        reading the element as 0 is the whole fallback. ``container`` holds the
+        corrected arrays (a detected element as it was read). A detected upset
+        in an array not listed refuses the image. The default lists none."""
+        return {}
+
+    @classmethod
+    def repair(cls, arrays: dict, units) -> dict:
+        """Before the rules run: the arrays (corrected; detected elements read 0)
+        made consistent for the erased ``units`` (e.g. an erased ECOC tree
+        rebuilt as a placeholder). The default returns them unchanged."""
+        return arrays
+
+    def erase(self, units) -> None:
+        """Drop the units (sorted int64) that :meth:`erasure_owners` named after a
+        detected upset; their elements already read 0."""
+        raise ContainerError(f"{type(self).__name__} has no erasure fallback")
+
     # -- what the C runtime writes ----------------------------------------------
     def decision_layout(self) -> tuple:
         """Names and widths of the decision integers, in the C runner's order:
@@ -366,4 +390,7 @@ def load(source) -> BaseDevice:
     if cls is None:
         raise ContainerError(f"no device is registered for container kind {container.kind!r}; "
                              f"known: {sorted(_DEVICES)}")
+    if container.protect is not None:
+        from .protection import open_protected
+        return open_protected(container, cls)
     return cls(container)

@@ -50,13 +50,20 @@ from firmware_sim.artifact import (
     write_container,
 )
 from firmware_sim.contract import device_kinds
+from firmware_sim.protection import open_protected
 
 
 def loader(kind):
     """The device class of ``kind`` opening raw bytes (a mutant of another kind is
     refused by its ``check_container``)."""
     cls = device_kinds()[kind]
-    return lambda raw: cls(read_container(raw))
+
+    def open_image(raw):
+        c = read_container(raw)
+        if c.protect is not None:          # a protected image: decoded as load() does
+            return open_protected(c, cls)
+        return cls(c)
+    return open_image
 
 _ENTRY = np.dtype([("name", "V32"), ("dtype", "u1"), ("ndim", "u1"), ("reserved0", "<u2"),
                    ("shape", "<u4", (4,)), ("offset", "<u4"), ("nbytes", "<u4"),
@@ -150,6 +157,36 @@ def set_mutants(raw, per_array):
 
 
 _WRONG = [5, -1, 1.5, True, None, "x", "", [], [1, 2], ["a"], [[1]], {"a": 1}]
+
+
+def protect_mutants(raw):
+    """A protected image's ``__protect__``: special bytes at every table byte and
+    a sample of check bytes, the table's entry count, a shortened and a longer
+    array (issue 27)."""
+    c = read_container(raw)
+    if c.protect is None:
+        return
+    p = np.array(c.protect)
+    meta = c.meta or None
+    spots = sorted(set(range(min(p.size, 40))) | set(np.linspace(0, p.size - 1, 16)
+                                                     .astype(int).tolist()))
+    for i in spots:
+        for v in (0, 1, 2, 3, 4, 0x7F, 0xFF):
+            q = p.copy()
+            q[i] = v
+            yield f"set __protect__[{i}] = {v}", write_container(None, c.kind, dict(c.arrays),
+                                                                  meta, protect=q)
+    for i in (0, 1, 2):          # the entry count in two copies of three: outvoted
+        q = p.copy()
+        q[[i, (i + 1) % 3]] = 0xFF
+        yield f"__protect__ count {i}", write_container(None, c.kind, dict(c.arrays), meta,
+                                                        protect=q)
+    yield "shorten __protect__", write_container(None, c.kind, dict(c.arrays), meta,
+                                                 protect=p[:-1])
+    yield "extend __protect__", write_container(None, c.kind, dict(c.arrays), meta,
+                                                protect=np.concatenate([p, [0]]).astype(np.uint8))
+    yield "empty __protect__", write_container(None, c.kind, dict(c.arrays), meta,
+                                               protect=np.zeros(0, np.uint8))
 
 
 def meta_mutants(raw):
@@ -320,7 +357,7 @@ def fuzz_image(path, max_flips, per_array, seed=0):
     stats = {"image": str(path), "kind": kind, "mutants": 0, "refused": 0, "ran": 0,
              "failures": []}
     sources = (flip_mutants(raw, max_flips, rng), set_mutants(raw, per_array),
-               meta_mutants(raw), shape_mutants(raw))
+               protect_mutants(raw), meta_mutants(raw), shape_mutants(raw))
     for source in sources:
         for desc, mutant in source:
             stats["mutants"] += 1

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..artifact import Container, read_container, write_container
+from ..artifact import PROTECT_NAME, Container, read_container, write_container
 from ..errors import DeviceError
 from .base import Fault
 from .registry import register_fault
@@ -22,8 +22,9 @@ class ParameterUpset(Fault):
         Exact number of upset bits (uniform over the targeted bits). Give
         exactly one of ``rate`` and ``count``.
     arrays : sequence of str, optional
-        Container arrays to upset (default: every array; ``"__meta__"`` is
-        never touched). E.g. ``["table_codes"]`` for an SSBC k-NN code table.
+        Container arrays to upset (default: every array, and the protection
+        ``"__protect__"`` of a protected image; ``"__meta__"`` is never
+        touched). E.g. ``["table_codes"]`` for an SSBC k-NN code table.
     checked : bool, default False
         False: the upsets hit the arrays' bytes in the image the device holds
         and the device uses them as they are (it does not verify the CRC, or
@@ -92,12 +93,17 @@ class ParameterUpset(Fault):
         return 8 * sum(a.nbytes for a in self.targets(container).values())
 
     def targets(self, container):
-        names = list(container.arrays) if self.arrays is None else list(self.arrays)
-        missing = [n for n in names if n not in container.arrays]
+        """The targeted arrays by name: ``arrays`` (default: every array, and the
+        protection ``"__protect__"`` of a protected image, last)."""
+        stored = dict(container.arrays)
+        if container.protect is not None:
+            stored[PROTECT_NAME] = container.protect
+        names = list(stored) if self.arrays is None else list(self.arrays)
+        missing = [n for n in names if n not in stored]
         if missing:
             raise DeviceError(f"arrays {missing} are not in the {container.kind} container "
-                              f"(present: {sorted(container.arrays)})")
-        return {n: container.arrays[n] for n in names}
+                              f"(present: {sorted(stored)})")
+        return {n: stored[n] for n in names}
 
     def apply_container(self, container, rng):
         """The upset image, parsed (raises ContainerError when the loader refuses it)."""
@@ -136,13 +142,18 @@ class ParameterUpset(Fault):
             return container
         flip_bits_of_bytes(blob, positions)
         arrays = dict(container.arrays)
+        protect = container.protect
         offset = 0
         for (name, a), size in zip(targets.items(), sizes):
-            arrays[name] = np.frombuffer(blob[offset:offset + size].tobytes(),
-                                         dtype=a.dtype).reshape(a.shape)
+            new = np.frombuffer(blob[offset:offset + size].tobytes(),
+                                dtype=a.dtype).reshape(a.shape)
+            if name == PROTECT_NAME:
+                protect = new
+            else:
+                arrays[name] = new
             offset += size
         return read_container(write_container(None, container.kind, arrays,
-                                              container.meta or None))
+                                              container.meta or None, protect=protect))
 
 
 register_fault(ParameterUpset)

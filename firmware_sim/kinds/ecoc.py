@@ -196,6 +196,22 @@ def make_ecoc_arrays(code, col_classes, col_n_classes, in_center, in_shift, *, l
     return arrays
 
 
+def _tree_owners(roots, n):
+    """Column owning each of the ``n`` nodes when the trees are stored one after
+    the other (each from its root to the next root), else None."""
+    roots = np.asarray(roots, np.int64).reshape(-1)
+    if roots.size == 0 or roots.min() < 0 or roots.max() >= n:
+        return None
+    order = np.argsort(roots, kind="stable")
+    sr = roots[order]
+    if sr[0] != 0 or np.any(np.diff(sr) <= 0):
+        return None
+    owner = np.empty(n, np.int64)
+    for k, j in enumerate(order.tolist()):
+        owner[sr[k]:(sr[k + 1] if k + 1 < sr.size else n)] = j
+    return owner
+
+
 class ECOCDevice(Device):
     """An ECOC ensemble as a microcontroller runs it (read from a container).
 
@@ -214,6 +230,92 @@ class ECOCDevice(Device):
     #: The C runtime built at -O2 with this kind only (benchmarks/README.md,
     #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``.
     runtime_bytes = MappingProxyType({"cortex-m0": (8163, 552), "cortex-m4": (6771, 496)})
+
+    @classmethod
+    def erasure_owners(cls, container):
+        """Image protection's fallback: a detected upset of a learner's parameters
+        (``lin_weights``, ``lin_bias`` scores; ``tree_threshold`` nodes) erases the
+        learner: its output is left out of the Hamming distance (a code of row
+        distance d then survives d - 1 erased learners). With trees stored one
+        after the other (as the exporter writes them), a detected upset of a
+        node's structure (``tree_feature``, ``tree_left``, ``tree_right``,
+        ``tree_leaf``) erases the learner too: :meth:`repair` rebuilds its tree
+        as a valid placeholder whose output is ignored."""
+        a = container.arrays
+        out = {}
+        try:
+            if "lin_weights" in a and "col_n_out" in a:
+                n_out = a["col_n_out"].astype(np.int64)
+                k = a["lin_bias"].size if "lin_bias" in a else int(n_out.sum())
+                if n_out.min(initial=0) >= 0 and n_out.sum() == k:
+                    score = np.repeat(np.arange(n_out.size), n_out)
+                    out["lin_bias"] = score
+                    out["lin_weights"] = np.tile(score, a["lin_weights"].size // max(k, 1))
+            if "tree_threshold" in a and "tree_root" in a:
+                owner = _tree_owners(a["tree_root"], a["tree_threshold"].size)
+                if owner is not None:
+                    for name in ("tree_threshold", "tree_feature", "tree_left", "tree_right",
+                                 "tree_leaf"):
+                        if name in a and a[name].size == owner.size:
+                            out[name] = owner
+        except (KeyError, ValueError, IndexError):   # an inconsistent image: no fallback
+            return {}
+        return out
+
+    @classmethod
+    def repair(cls, arrays, units):
+        """Erased tree learners (``units``): their nodes (the range from the root to
+        the next root) become a placeholder tree that the rules accept (a chain
+        of internal nodes, each with a leaf on the left, testing feature 0;
+        leaves output the column's first symbol). Its output is left out of the
+        distance by :meth:`erase`; a range of even length cannot hold a full
+        binary tree and is left as read (the rules then refuse the image)."""
+        if "tree_root" not in arrays or "tree_left" not in arrays:
+            return arrays
+        n = arrays["tree_left"].size
+        owner = _tree_owners(arrays["tree_root"], n)
+        if owner is None:
+            return arrays
+        out = {k: (np.array(v) if k.startswith("tree_") else v) for k, v in arrays.items()}
+        roots = np.asarray(arrays["tree_root"], np.int64)
+        try:
+            offs = np.asarray(arrays["col_cls_offset"], np.int64)
+            first_sym = np.asarray(arrays["col_classes"])
+        except KeyError:
+            return arrays
+        for j in np.asarray(units, np.int64).tolist():
+            nodes = np.flatnonzero(owner == j)
+            if nodes.size % 2 == 0 or not 0 <= j < roots.size or not 0 <= offs[j] < \
+                    first_sym.size or nodes[0] != roots[j]:
+                continue
+            s0, e = int(nodes[0]), int(nodes[-1]) + 1
+            for i in range(s0, e - 1, 2):          # internal: leaf left, chain right
+                out["tree_feature"][i], out["tree_threshold"][i] = 0, 0
+                out["tree_left"][i], out["tree_right"][i] = i + 1, i + 2
+            for i in list(range(s0 + 1, e - 1, 2)) + [e - 1]:
+                out["tree_feature"][i] = -1
+                out["tree_left"][i] = out["tree_right"][i] = -1
+                out["tree_leaf"][i] = first_sym[offs[j]]
+        for k, v in out.items():
+            if k.startswith("tree_"):
+                v.flags.writeable = False
+        return out
+
+    def erase(self, units):
+        """Leave the erased learners (columns) out of the Hamming distance: every
+        codeword then counts 1/2 for each (the unused symbol's weight), which
+        ranks the classes as leaving them out does."""
+        cols = np.asarray(units, np.int64)
+        code = np.array(self.code)
+        self.unused = self.unused + (code[:, cols] >= 0).sum(axis=1)
+        code[:, cols] = -1
+        code.flags.writeable = False
+        self.code = code
+        if self.n_symbols == 2:
+            used = np.array(self._code_used)
+            for j in cols.tolist():
+                used[:, j // 64] &= ~np.uint64(1 << (j % 64))
+            self._code_used = used
 
     @classmethod
     def check_container(cls, container):

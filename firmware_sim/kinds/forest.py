@@ -311,6 +311,39 @@ class ForestDevice(Device):
         self._values = (np.zeros((0, 0), np.int64) if v["leaf_value"] is None
                         else v["leaf_value"].astype(np.int64))
         self._stage_dtype = np.dtype(np.int16 if self.n_leaves <= 32767 else np.int32)
+        self._keep = None          # trees erased by a detected upset leave the vote
+
+    @classmethod
+    def erasure_owners(cls, container):
+        """Image protection's fallback: a detected upset of ``node_threshold`` erases
+        the tree that holds the node (it leaves the vote: the forest votes with
+        the other trees); one of ``leaf_value`` reads as 0 (that leaf adds nothing
+        to any class)."""
+        out = {}
+        a = container.arrays
+        if "leaf_value" in a:
+            out["leaf_value"] = np.full(a["leaf_value"].size, -1, np.int64)
+        if "node_threshold" in a and "tree_root" in a:
+            n = a["node_threshold"].size
+            n_leaves = a["leaf_value"].shape[0] if "leaf_value" in a and \
+                a["leaf_value"].ndim == 2 else int(a["n_classes"].reshape(-1)[0]) \
+                if "n_classes" in a and a["n_classes"].size else 0
+            roots = a["tree_root"].astype(np.int64).reshape(-1)
+            starts = np.where(roots >= n_leaves, roots - n_leaves, -1)
+            firsts = [(int(s), k) for k, s in enumerate(starts) if 0 <= s < n]
+            owner = np.full(n, -1, np.int64)
+            # preorder: tree k's nodes run from its first node to the next tree's first
+            firsts.sort()
+            for (s0, k), nxt in zip(firsts, firsts[1:] + [(n, -1)]):
+                owner[s0:nxt[0]] = k
+            out["node_threshold"] = owner
+        return out
+
+    def erase(self, units):
+        """Drop the erased trees from the vote."""
+        keep = np.ones(self.n_trees, bool)
+        keep[np.asarray(units, np.int64)] = False
+        self._keep = keep
 
     @classmethod
     def check_container(cls, container):
@@ -366,6 +399,8 @@ class ForestDevice(Device):
                              f"{leaves.shape}")
         if leaves.size and (leaves.min() < 0 or leaves.max() >= self.n_leaves):
             raise FrameError(f"forest leaves must be leaf ids in [0, {self.n_leaves})")
+        if self._keep is not None:
+            leaves = leaves[:, self._keep]
         leaves = np.ascontiguousarray(leaves, dtype=np.int32)
         votes = np.empty((leaves.shape[0], self.n_classes), np.int64)
         labels = np.empty(leaves.shape[0], np.int64)

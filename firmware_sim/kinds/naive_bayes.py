@@ -235,6 +235,13 @@ class ProtectedNBDevice(Device):
     runtime_bytes = MappingProxyType({"cortex-m0": (3632, 364), "cortex-m4": (2592, 280)})
 
     @classmethod
+    def erasure_owners(cls, container):
+        """Image protection's fallback: a detected upset of a weight reads it as 0
+        (the feature is left out of the log-odds); of the bias, the bias as 0."""
+        return {name: np.full(container.arrays[name].size, -1, np.int64)
+                for name in ("weights", "bias") if name in container.arrays}
+
+    @classmethod
     def check_container(cls, container):
         """Rules of kind ``protected_nb`` (``docs/container_format.md``); returns
         ``repetitions``, ``weights``, ``bias``, ``scale_shift``, ``n``,

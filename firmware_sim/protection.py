@@ -1,0 +1,440 @@
+"""Image protection: per-array parity, SEC-DED or triplication, decoded on read.
+
+An upset of the stored image (a single-event upset in flash or SRAM, after
+the boot-time CRC check) is what :class:`~firmware_sim.faults.ParameterUpset`
+models. This module is the device's answer (issue 27 item 2): each protected
+array carries a scheme, stored in the reserved container array
+``"__protect__"`` (``docs/container_format.md``, "Image protection"), and
+the loader (:func:`firmware_sim.load`) decodes it before the kind's rules
+run:
+
+==========  ====================================  =============================
+scheme      check bits                            on read
+==========  ====================================  =============================
+``parity``  1 per word (even parity)              an odd number of upsets in a
+                                                  word is *detected*: the word's
+                                                  elements are erased
+``secded``  Hamming + overall parity per word:    one upset per word corrected,
+            5/6/7/8 bits per 8/16/32/64-bit word  two detected (erased); three
+                                                  or more may be miscorrected
+``tmr``     two more copies of the array          bitwise majority of the three
+==========  ====================================  =============================
+
+A *detected* word is not a malformed image: its elements are set to 0 and
+the kind's fallback runs (:meth:`~firmware_sim.contract.BaseDevice.erasure_owners`:
+an ECOC learner becomes an erasure, left out of the Hamming distance; a
+forest tree leaves the vote; a naive Bayes weight counts 0). A detected word
+in an array the kind has no fallback for refuses the image
+(``ContainerError``), as an ECC double error traps on a microcontroller.
+
+Words: the array's bytes (C order, little-endian) cut into words of
+``word_bytes`` in {1, 2, 4, 8}, the last one padded with zero bytes that are
+not stored; data bit j of a word is bit ``j % 8`` of its byte ``j // 8``.
+
+Imports numpy only.
+
+Examples
+--------
+>>> import numpy as np
+>>> from firmware_sim.artifact import read_container, write_container
+>>> raw = write_container(None, "ssbc", {"v": np.arange(4, dtype=np.int32)})
+>>> prot = protect_container(read_container(raw), {"v": ("secded", 8)})
+>>> c = read_container(prot)
+>>> a = np.array(c.arrays["v"]); a[2] ^= 1 << 9           # one upset
+>>> arrays, detected, stats = decode_arrays({"v": a}, c.protect)
+>>> arrays["v"].tolist(), stats["corrected_words"], detected
+([0, 1, 2, 3], 1, {})
+"""
+
+import numpy as np
+
+from .artifact import Container, read_container, write_container
+from .errors import ContainerError, DeviceError
+
+__all__ = ["SCHEMES", "SCHEME_CODES", "protect_container", "decode_arrays", "plan_of",
+           "check_bits_per_word", "protection_bytes", "secded_encode", "secded_decode",
+           "open_protected"]
+
+#: Scheme name -> code stored in ``"__protect__"``.
+SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3}
+_SCHEME_NAMES = {v: k for k, v in SCHEME_CODES.items()}
+#: Every scheme a plan may name ("none" = not protected: no entry).
+SCHEMES = ("none", "parity", "secded", "tmr")
+WORD_BYTES = (1, 2, 4, 8)
+_ENTRY = 4
+
+
+def _hamming_r(k):
+    r = 1
+    while (1 << r) < k + r + 1:
+        r += 1
+    return r
+
+
+def _positions(k):
+    """Hamming positions (1-based, not powers of two) of the k data bits."""
+    r = _hamming_r(k)
+    pos = [p for p in range(1, k + r + 1) if p & (p - 1)]
+    return np.array(pos[:k], np.int64), r
+
+
+_POS = {8 * wb: _positions(8 * wb) for wb in WORD_BYTES}
+
+
+def check_bits_per_word(scheme, word_bytes):
+    """Check bits one word costs: parity 1; SEC-DED r + 1 (5, 6, 7, 8 for words of
+    1, 2, 4, 8 bytes: the (13,8), (22,16), (39,32) and (72,64) codes); TMR twice
+    the word."""
+    if scheme == "parity":
+        return 1
+    if scheme == "secded":
+        return _POS[8 * word_bytes][1] + 1
+    if scheme == "tmr":
+        return 16 * word_bytes
+    if scheme == "none":
+        return 0
+    raise DeviceError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
+
+
+def _n_words(nbytes, word_bytes):
+    return -(-nbytes // word_bytes)
+
+
+def _check_nbytes(scheme, nbytes, word_bytes):
+    if scheme == "tmr":
+        return 2 * nbytes
+    return -(-_n_words(nbytes, word_bytes) * check_bits_per_word(scheme, word_bytes) // 8)
+
+
+def protection_bytes(plan, arrays):
+    """Bytes of ``"__protect__"`` for ``plan`` ({name: (scheme, word_bytes)}) over
+    ``arrays`` ({name: ndarray}): 3 + 12 per entry (the triplicated table) plus
+    the check bytes (0 when no array is protected: no ``"__protect__"``)."""
+    entries = [(n, s, w) for n, (s, w) in plan.items() if s != "none"]
+    if not entries:
+        return 0
+    return 3 + 3 * _ENTRY * len(entries) + sum(
+        _check_nbytes(s, np.asarray(arrays[n]).nbytes, w) for n, s, w in entries)
+
+
+def _words(raw, word_bytes):
+    """uint64 words (zero-padded) of bytes ``raw``."""
+    n = _n_words(raw.size, word_bytes)
+    buf = np.zeros(n * 8, np.uint8).reshape(n, 8)
+    pad = np.zeros(n * word_bytes, np.uint8)
+    pad[:raw.size] = raw
+    buf[:, :word_bytes] = pad.reshape(n, word_bytes)
+    return buf.reshape(-1).view("<u8").astype(np.uint64)
+
+
+def _unwords(words, word_bytes, nbytes):
+    b = np.ascontiguousarray(words.astype("<u8")).view(np.uint8).reshape(-1, 8)[:, :word_bytes]
+    return b.reshape(-1)[:nbytes].copy()
+
+
+def _parity64(w):
+    w = w.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        w ^= w >> np.uint64(s)
+    return (w & np.uint64(1)).astype(np.uint8)
+
+
+def _syndrome(words, k):
+    pos, r = _POS[k]
+    h = np.zeros(words.shape, np.int64)
+    for j in range(k):
+        bit = ((words >> np.uint64(j)) & np.uint64(1)).astype(np.int64)
+        h ^= bit * pos[j]
+    return h
+
+
+def secded_encode(words, word_bytes):
+    """Check bits (int64, r Hamming bits then the overall parity at bit r) of
+    uint64 ``words`` of ``word_bytes`` bytes."""
+    k = 8 * word_bytes
+    r = _POS[k][1]
+    h = _syndrome(words, k)
+    hp = _parity64(h.astype(np.uint64)).astype(np.int64)
+    overall = _parity64(words).astype(np.int64) ^ hp
+    return h | (overall << r)
+
+
+def secded_decode(words, checks, word_bytes):
+    """Correct ``words`` with their stored ``checks``; returns (words, corrected
+    bool, detected bool) per word. One upset anywhere in the data, the Hamming
+    bits or the parity bit is corrected; two are detected."""
+    k = 8 * word_bytes
+    pos, r = _POS[k]
+    checks = checks.astype(np.int64)
+    stored_h = checks & ((1 << r) - 1)
+    stored_p = (checks >> r) & 1
+    s = _syndrome(words, k) ^ stored_h
+    overall = (_parity64(words).astype(np.int64)
+               ^ _parity64(stored_h.astype(np.uint64)).astype(np.int64) ^ stored_p)
+    lookup = np.full(k + r + 2, -1, np.int64)
+    lookup[pos] = np.arange(k)
+    inrange = (s >= 0) & (s < lookup.size)
+    data_bit = np.where(inrange, lookup[np.clip(s, 0, lookup.size - 1)], -1)
+    is_check = (s > 0) & ((s & (s - 1)) == 0) & inrange
+    single = overall == 1
+    fix = single & (data_bit >= 0)
+    out = words.copy()
+    out[fix] ^= np.uint64(1) << data_bit[fix].astype(np.uint64)
+    ok_single = single & ((s == 0) | is_check | (data_bit >= 0))
+    detected = ((~single) & (s != 0)) | (single & ~ok_single)
+    corrected = ok_single & (s != 0) | (single & (s == 0))
+    return out, corrected & ~detected, detected
+
+
+def _pack_bits(values, width):
+    """Pack ``width`` low bits of each value into an LSB-first bit stream."""
+    n = values.size
+    bits = ((values[:, None] >> np.arange(width)) & 1).astype(np.uint8).reshape(-1)
+    out = np.zeros(-(-n * width // 8) * 8, np.uint8)
+    out[:bits.size] = bits
+    return np.packbits(out, bitorder="little")
+
+
+def _unpack_bits(raw, n, width):
+    bits = np.unpackbits(raw, bitorder="little")[:n * width].reshape(n, width).astype(np.int64)
+    return (bits << np.arange(width)).sum(axis=1)
+
+
+def plan_of(protect, names=None):
+    """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)} (after the
+    vote of the three table copies). ``names`` (the container's array names, in
+    table order) map the stored indices to names; without it the keys are
+    indices."""
+    return {((names[i] if names is not None else i)): (s, w)
+            for i, s, w, _ in _parse_table(np.asarray(protect, np.uint8), names)}
+
+
+def _vote(a, b, c):
+    return (a & b) | (a & c) | (b & c)
+
+
+def _parse_table(p, names):
+    if p.size < 3:
+        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table needs at "
+                             "least 3")
+    n = int(_vote(p[0], p[1], p[2]))
+    if n == 0:
+        raise ContainerError("array '__protect__': the table holds no entry (0 protected "
+                             "arrays; an image without protection has no '__protect__')")
+    need = 3 + 3 * _ENTRY * n
+    if p.size < need:
+        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table of {n} "
+                             f"entries needs {need}")
+    e = _ENTRY * n
+    table = _vote(p[3:3 + e], p[3 + e:3 + 2 * e], p[3 + 2 * e:3 + 3 * e]).reshape(n, _ENTRY)
+    out, last = [], -1
+    for row, (idx, code, lw, res) in enumerate(table.tolist()):
+        where = f"array '__protect__' entry {row}"
+        if names is not None and idx >= len(names):
+            raise ContainerError(f"{where}: array index {idx} must index the image's "
+                                 f"{len(names)} arrays")
+        if idx <= last:
+            raise ContainerError(f"{where}: array indices must be strictly increasing "
+                                 f"(each array protected once); got {idx} after {last}")
+        last = idx
+        if code not in _SCHEME_NAMES:
+            raise ContainerError(f"{where}: unknown scheme code {code} (known: "
+                                 f"{dict(sorted(_SCHEME_NAMES.items()))})")
+        if lw > 3:
+            raise ContainerError(f"{where}: word size code {lw} must be in [0, 3] "
+                                 "(words of 1, 2, 4, 8 bytes)")
+        if res:
+            raise ContainerError(f"{where}: reserved byte must be 0; got {res}")
+        out.append((idx, _SCHEME_NAMES[code], 1 << lw, need))
+    return out
+
+
+def protect_container(container, plan):
+    """Write ``container`` again with the arrays of ``plan`` protected.
+
+    Parameters
+    ----------
+    container : Container or bytes
+        An image without protection (its arrays are the data protected).
+    plan : dict of str -> (str, int)
+        Array name -> (scheme, word_bytes): scheme in ``"none"``, ``"parity"``,
+        ``"secded"``, ``"tmr"``; word_bytes in 1, 2, 4, 8 (ignored by
+        ``tmr``, stored as given).
+
+    Returns
+    -------
+    bytes
+        The protected container (``"__protect__"`` after the model's arrays).
+
+    Raises
+    ------
+    ContainerError
+        The image is already protected, an unknown array, scheme or word size.
+    """
+    if not isinstance(container, Container):
+        container = read_container(container)
+    if container.protect is not None:
+        raise ContainerError("the image is already protected (it has '__protect__'); "
+                             "protect the unprotected image")
+    names = list(container.arrays)
+    entries = []
+    for name, spec in plan.items():
+        if name not in container.arrays:
+            raise ContainerError(f"plan names array {name!r}, not in the {container.kind} "
+                                 f"image (arrays: {names})")
+        try:
+            scheme, wb = spec
+        except (TypeError, ValueError):
+            raise ContainerError(f"plan[{name!r}] must be (scheme, word_bytes); got "
+                                 f"{spec!r}") from None
+        if scheme not in SCHEMES:
+            raise ContainerError(f"plan[{name!r}]: unknown scheme {scheme!r}; expected one "
+                                 f"of {SCHEMES}")
+        if wb not in WORD_BYTES:
+            raise ContainerError(f"plan[{name!r}]: word_bytes must be one of {WORD_BYTES}; "
+                                 f"got {wb!r}")
+        if scheme != "none":
+            entries.append((names.index(name), name, scheme, int(wb)))
+    if len(entries) > 255:
+        raise ContainerError(f"{len(entries)} protected arrays; the table holds at most 255")
+    if not entries:
+        return container.tobytes()
+    entries.sort()
+    table = np.zeros((len(entries), _ENTRY), np.uint8)
+    checks = []
+    for row, (idx, name, scheme, wb) in enumerate(entries):
+        if idx > 255:
+            raise ContainerError(f"array {name!r} is the image's array #{idx}; the table "
+                                 "indexes the first 256 arrays")
+        table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
+        raw = np.frombuffer(container.arrays[name].tobytes(), np.uint8)
+        if scheme == "tmr":
+            checks.append(np.concatenate([raw, raw]))
+            continue
+        words = _words(raw, wb)
+        if scheme == "parity":
+            checks.append(_pack_bits(_parity64(words).astype(np.int64), 1))
+        else:
+            checks.append(_pack_bits(secded_encode(words, wb), check_bits_per_word("secded", wb)))
+    n = np.full(3, len(entries), np.uint8)
+    t = table.reshape(-1)
+    protect = np.concatenate([n, t, t, t] + checks).astype(np.uint8)
+    return write_container(None, container.kind, dict(container.arrays),
+                           container.meta or None, protect=protect)
+
+
+def decode_arrays(arrays, protect):
+    """What the device reads: the arrays corrected by their schemes.
+
+    Parameters
+    ----------
+    arrays : dict of str -> ndarray
+        The stored (possibly upset) arrays, in table order.
+    protect : ndarray of uint8
+        The stored ``"__protect__"``.
+
+    Returns
+    -------
+    (dict, dict, dict)
+        The corrected arrays (same order); per array with a detected,
+        uncorrected word, the bool mask of its elements that such a word
+        covers; counts ``corrected_words``, ``detected_words``,
+        ``voted_bits`` (TMR bits where the copies disagreed).
+
+    Raises
+    ------
+    ContainerError
+        The table is malformed after the vote of its three copies (unknown
+        scheme, index out of range, length not the one the entries need).
+    """
+    names = list(arrays)
+    p = np.asarray(protect, np.uint8)
+    entries = _parse_table(p, names)
+    out = dict(arrays)
+    detected = {}
+    stats = {"corrected_words": 0, "detected_words": 0, "voted_bits": 0}
+    pos = entries[0][3] if entries else 3
+    layout = []
+    for idx, scheme, wb, _ in entries:
+        a = arrays[names[idx]]
+        size = _check_nbytes(scheme, a.nbytes, wb)
+        layout.append((idx, scheme, wb, pos, size))
+        pos += size
+    if pos != p.size:
+        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table and the "
+                             f"check bits of its {len(entries)} entries need {pos}")
+    for idx, scheme, wb, start, size in layout:
+        name = names[idx]
+        a = np.asarray(arrays[name])
+        raw = np.frombuffer(a.tobytes(), np.uint8)
+        chk = p[start:start + size]
+        if scheme == "tmr":
+            c1, c2 = chk[:raw.size], chk[raw.size:]
+            fixed = _vote(raw, c1, c2)
+            stats["voted_bits"] += int(np.unpackbits((raw ^ c1) | (raw ^ c2)).sum())
+            bad_bytes = None
+        else:
+            words = _words(raw, wb)
+            if scheme == "parity":
+                stored = _unpack_bits(chk, words.size, 1)
+                bad = _parity64(words).astype(np.int64) != stored
+                fixed_words = words
+            else:
+                width = check_bits_per_word("secded", wb)
+                stored = _unpack_bits(chk, words.size, width)
+                fixed_words, corr, bad = secded_decode(words, stored, wb)
+                stats["corrected_words"] += int(corr.sum())
+            stats["detected_words"] += int(bad.sum())
+            fixed = _unwords(fixed_words, wb, raw.size)
+            bad_bytes = np.repeat(bad, wb)[:raw.size] if bad.any() else None
+        out[name] = np.frombuffer(fixed.tobytes(), a.dtype).reshape(a.shape)
+        if bad_bytes is not None:
+            detected[name] = bad_bytes.reshape(-1, a.dtype.itemsize).any(axis=1) \
+                if a.size else np.zeros(0, bool)
+    return out, detected, stats
+
+
+def open_protected(container, cls):
+    """The device of a protected image: decode, erase what the kind can, build.
+
+    Called by :func:`firmware_sim.load` when ``container.protect`` is set.
+    Detected elements are set to 0 and the kind's fallback erases their
+    owners (:meth:`~firmware_sim.contract.BaseDevice.erasure_owners`,
+    :meth:`~firmware_sim.contract.BaseDevice.erase`); a detected element of
+    an array without a fallback refuses the image. The device's
+    ``container`` is the stored image (what a campaign upsets again) and
+    ``protection`` holds the decoding counts and the erased units.
+    """
+    arrays, detected, stats = decode_arrays(dict(container.arrays), container.protect)
+
+    def view(arrs):
+        return Container(container.kind, container.version, arrs, container.meta,
+                         container.nbytes, container.tobytes(), container.class_names,
+                         container.protect)
+
+    units = set()
+    if detected:
+        owners = cls.erasure_owners(view(arrays))
+        for name, mask in detected.items():
+            if name not in owners:
+                first = int(np.flatnonzero(mask)[0])
+                raise ContainerError(
+                    f"{container.kind} image: array {name!r} element {first}: an upset was "
+                    "detected and not corrected, and the kind has no fallback for this array "
+                    f"(fallbacks: {sorted(owners) or 'none'})")
+            a = np.array(arrays[name])
+            a.reshape(-1)[mask] = 0
+            a.flags.writeable = False
+            arrays[name] = a
+            own = np.asarray(owners[name]).reshape(-1)[mask]
+            units.update(int(u) for u in own if u >= 0)
+    units = sorted(units)
+    if units:
+        arrays = cls.repair(arrays, np.asarray(units, np.int64))
+    dev = cls(view(arrays))
+    if units:
+        dev.erase(np.asarray(units, np.int64))
+    dev.container = container
+    dev.protection = dict(stats, erased_units=units,
+                          detected_arrays=sorted(detected))
+    return dev
