@@ -25,13 +25,41 @@ import multiprocessing as mp
 import os
 
 __all__ = ["Evaluator", "LocalEvaluator", "PoolEvaluator", "DaskEvaluator", "evaluator_for",
-           "connect"]
+           "connect", "shippable"]
 
 #: The task a pool worker received (its initializer), looked up by each item.
 _WORKER_TASK = [None]
 
 
+def _rebuild(cls, kwargs):
+    return cls(**kwargs)
+
+
+def _reduce_dataclass(obj):
+    """Pickle a dataclass whose fields hold read-only mappings (a device profile)
+    by its constructor arguments, the mappings as dicts."""
+    import dataclasses
+    import types
+
+    kw = {}
+    for f in dataclasses.fields(obj):
+        if f.init:
+            v = getattr(obj, f.name)
+            kw[f.name] = dict(v) if isinstance(v, types.MappingProxyType) else v
+    return _rebuild, (type(obj), kw)
+
+
+def shippable(cls):
+    """Register ``cls`` (a dataclass) to pickle by :func:`_reduce_dataclass`, for
+    worker processes and Dask workers."""
+    import copyreg
+    copyreg.pickle(cls, _reduce_dataclass)
+    return cls
+
+
 def _set_task(task):
+    from firmware_sim.profiles import DeviceProfile
+    shippable(DeviceProfile)
     _WORKER_TASK[0] = task
     # one campaign thread per process: the pool is the parallelism
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
@@ -48,6 +76,9 @@ def _call_with_scattered(fn, task, args):
 class Evaluator:
     """Runs ``fn(item, task, *rest)`` for a list of ``(item, *rest)`` argument
     tuples and returns the results in order."""
+
+    #: The results stay in this process (no pickling of what they hold).
+    local = False
 
     #: Work items that run at once (chunks of this many keep a time limit).
     width = 1
@@ -67,6 +98,8 @@ class Evaluator:
 
 class LocalEvaluator(Evaluator):
     """This process, one item after the other."""
+
+    local = True
 
     def map(self, fn, items):
         for args in items:
@@ -155,6 +188,8 @@ def connect(scheduler):
 
 def evaluator_for(jobs=1, scheduler=None):
     """The evaluator of ``jobs`` processes or of a Dask ``scheduler``."""
+    from firmware_sim.profiles import DeviceProfile
+    shippable(DeviceProfile)
     if scheduler is not None:
         return DaskEvaluator(*connect(scheduler))
     if int(jobs) == 1:

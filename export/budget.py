@@ -1074,6 +1074,43 @@ def _evaluate_one(cfg, task, lb, ctx):
     return {"status": "entry", "entry": entry, "fitted": fitted, "n_simulated": n_sim}
 
 
+def _evaluate_packed(cfg, task, lb, ctx):
+    """:func:`_evaluate` for another process: the fitted model as bytes (its
+    container and ONNX model), rebuilt here by :func:`_unpack`."""
+    out = _evaluate(cfg, task, lb, ctx)
+    f = out.get("fitted")
+    if f is not None:
+        ex = f.export
+        onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
+        out["fitted"] = {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
+                         "resources": _jsonable(dict(ex.resources)),
+                         "checked_inputs": ex.checked_inputs,
+                         "label_mismatches": ex.label_mismatches,
+                         "details": _jsonable(dict(ex.details or {})),
+                         "X_device": f.X_device, "y_device": f.y_device,
+                         "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+    return out
+
+
+def _unpack(out):
+    """The outcome of :func:`_evaluate_packed` with its :class:`Fitted` rebuilt."""
+    p = out.get("fitted")
+    if isinstance(p, dict):
+        from firmware_sim import load
+
+        from ._budget_space import Fitted
+        from .result import ExportResult
+        onnx_model = None
+        if p["onnx"] is not None:
+            import onnx
+            onnx_model = onnx.load_from_string(p["onnx"])
+        ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
+                          p["resources"], p["checked_inputs"], p["label_mismatches"],
+                          p["details"])
+        out["fitted"] = Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+    return out
+
+
 def _simulate_into(entry, fitted, ctx, campaign_jobs="ctx"):
     jobs = ctx.campaign_jobs if campaign_jobs == "ctx" else campaign_jobs
     entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
@@ -1153,8 +1190,11 @@ def _run_items(run, keep, total, baseline=None):
             run.stop_reason = f"time limit budget_s={run.opts.budget_s} s"
             break
         chunk = keep[k:k + step]
-        results = ev.map(_evaluate, [(cfg, lb, ctx) for cfg, lb in chunk])
+        local = getattr(ev, "local", False)
+        results = ev.map(_evaluate if local else _evaluate_packed,
+                         [(cfg, lb, ctx) for cfg, lb in chunk])
         for (cfg, _), res in zip(chunk, results):
+            res = res if local else _unpack(res)
             names = baseline(cfg) if callable(baseline) else baseline
             out.append(_record(run, cfg, res, total, names))
     return out
@@ -1243,7 +1283,9 @@ def _grow(run):
                     variants.append(v)
         keep = _screen_all(run, variants, refuse_empty=not run.rounds)
         if memory_source is None:
-            memory_source = _choose_memory_source(run, 0 if o.build == "auto" else len(keep))
+            # "auto": real builds only for a grid of few configurations (a growing
+            # search does not know how many it will train)
+            memory_source = _choose_memory_source(run, AUTO_BUILD_MAX + 1)
         keep = _halve(run, keep)
         _note(run.progress, f"round {len(run.rounds) + 1}: {len(pending)} configurations: "
               f"{len(keep)} to train on {task.name} ({len(task.X_train)} train / "
@@ -1334,7 +1376,7 @@ def _baselines(run):
                 if out is None:
                     continue
                 lb, need_f, _, _, fits = out
-                if not fits or need_f > limit:
+                if not fits or (need_f > limit and s["indices"]):
                     s["done"] = True
                     break
                 batch.append((s, cfg, lb))
