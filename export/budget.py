@@ -563,6 +563,8 @@ def _predict(device, X, y, fault, site):
         spec = find_kind_spec(device.kind)
         if spec is None:
             return None, f"no closed form: the bridge knows no kind {device.kind!r}"
+        if not spec.exact_closed_form:
+            return None, f"no exact closed form for {device.kind} (simulated)"
         a = spec.analytic(device, X, fault, y, site=site)
     if a.get("available") and a.get("accuracy") is not None:
         method = a.get("method", "exact")
@@ -631,8 +633,9 @@ class SearchOptions:
     grow_width : int
         Front points grown per round, the most accurate first (default 4).
     halving : bool
-        Successive halving of a round's candidates when there are more than
-        ``2 * grow_width``: each is fitted on a quarter of the training rows
+        Successive halving of a grown round's candidates (not the seeds) when
+        there are more than ``2 * grow_width`` and at least
+        :data:`HALVING_MIN_ROWS` training rows: each is fitted on a quarter of the training rows
         and scored on another quarter; the better half is trained in full.
     baselines : bool
         Also measure the obvious choices (one-vs-all, scikit-learn's random
@@ -836,6 +839,7 @@ class _Run:
     stop_reason: str = ""
     evaluator: Any = None
     done: int = 0
+    work: list = field(default_factory=lambda: [[]])
 
     @property
     def flash_limit(self):
@@ -1023,8 +1027,11 @@ def _evaluate(cfg, task, lb, ctx):
     """Train, export and measure one configuration: ``{"status": "entry" | "pruned" |
     "skipped", ...}`` (an entry carries its :class:`Fitted`). Linear algebra runs on
     one thread, so that the figures do not depend on where the item runs."""
+    t0 = time.perf_counter()
     with _one_blas_thread():
-        return _evaluate_one(cfg, task, lb, ctx)
+        out = _evaluate_one(cfg, task, lb, ctx)
+    out["seconds"] = time.perf_counter() - t0
+    return out
 
 
 def _one_blas_thread():
@@ -1195,6 +1202,7 @@ def _run_items(run, keep, total, baseline=None):
                          [(cfg, lb, ctx) for cfg, lb in chunk])
         for (cfg, _), res in zip(chunk, results):
             res = res if local else _unpack(res)
+            run.work[-1].append(round(float(res.get("seconds", 0.0)), 3))
             names = baseline(cfg) if callable(baseline) else baseline
             out.append(_record(run, cfg, res, total, names))
     return out
@@ -1240,7 +1248,7 @@ def _halve(run, keep):
     (at least ``grow_width``); the others are recorded as stopped early."""
     o = run.opts
     n_keep = max(int(o.grow_width), (len(keep) + 1) // 2)
-    if not o.halving or len(keep) <= 2 * int(o.grow_width) or \
+    if not o.halving or not run.rounds or len(keep) <= 2 * int(o.grow_width) or \
             len(run.task.X_train) < HALVING_MIN_ROWS:
         return keep
     ctx = _ctx(run)
@@ -1290,6 +1298,8 @@ def _grow(run):
         _note(run.progress, f"round {len(run.rounds) + 1}: {len(pending)} configurations: "
               f"{len(keep)} to train on {task.name} ({len(task.X_train)} train / "
               f"{len(task.X_test)} test rows)")
+        if run.work[-1]:
+            run.work.append([])
         new = [i for i in _run_items(run, keep, run.done + len(keep)) if i is not None]
         fr = _current_front(run)
         top = max((run.entries[i]["accuracy_under_noise"] for i in fr), default=None)
@@ -1385,6 +1395,8 @@ def _baselines(run):
                 s["done"] = s["done"] or not any(b[0] is s for b in batch)
         if not batch:
             break
+        if run.work[-1]:
+            run.work.append([])
         idx = _run_items(run, [(cfg, lb) for _, cfg, lb in batch], run.done + len(batch),
                          baseline=None)
         for (s, cfg, _), i in zip(batch, idx):
@@ -1473,6 +1485,7 @@ def _settings(run, memory_source):
                                          "grow_width": int(o.grow_width),
                                          "halving": bool(o.halving)},
         "rounds": run.rounds, "stop_reason": run.stop_reason,
+        "work_seconds": run.work,
         "halved": run.halved, "n_halved": len(run.halved),
         "jobs": o.jobs, "scheduler": None if o.scheduler is None else (
             o.scheduler if isinstance(o.scheduler, str) else "client"),

@@ -104,6 +104,9 @@ class KindSpec:
         searches in seconds (the kind-matrix tests); None: not searched.
     analytic_note : str or None
         One line on its closed form, attached to campaign results.
+    exact_closed_form : bool
+        False: :meth:`analytic` never gives an accuracy for bit faults (only
+        bounds), so ``budget`` simulates without asking it.
     example_variants : tuple of str
         The models :meth:`example_fit` makes (e.g. tree and linear learners).
     """
@@ -116,6 +119,7 @@ class KindSpec:
     space_options: ClassVar[Sequence[SpaceOption]] = ()
     example_space: ClassVar[Optional[Mapping[str, Any]]] = None
     analytic_note: ClassVar[Optional[str]] = None
+    exact_closed_form: ClassVar[bool] = True
     example_variants: ClassVar[Sequence[str]] = ("default",)
 
     @property

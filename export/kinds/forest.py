@@ -41,7 +41,7 @@ LEAF_FORMS = ("class", "proba")
 #: Decision levels the format stores (``firmware_sim.kinds.forest.MAX_DEPTH``).
 _MAX_DEPTH = 64
 #: Trees per forest the growing search steps through.
-TREE_LADDER = (2, 3, 5, 8, 12, 20, 30, 45, 64, 96, 128)
+TREE_LADDER = (2, 3, 5, 8, 12, 16, 20, 24, 30, 36, 45, 54, 64, 80, 96, 128)
 #: Depth limits the growing search steps through.
 DEPTH_LADDER = (2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
 
@@ -67,6 +67,7 @@ class ForestSpec(KindSpec):
     kind = "forest"
     marker = "P"
     site_text = "forest tree outputs"
+    exact_closed_form = False
     compute_text = "forest tree outputs"
     space_options = (
         SpaceOption("forest_estimators", ("rf",), one_of("forest_estimators", ESTIMATORS),
@@ -112,7 +113,8 @@ class ForestSpec(KindSpec):
                 if cfg["n_trees"] == T and cfg["max_depth"] == d]
 
     def grow(self, config, space, *, n_classes, n_features, binary):
-        """One step each: more trees (about 1.5 times, :data:`TREE_LADDER`), deeper
+        """One step each: more trees (about 1.5 times, then 1.25 times:
+        :data:`TREE_LADDER`), deeper
         trees (:data:`DEPTH_LADDER`)."""
         out = []
         T, d = int(config["n_trees"]), int(config["max_depth"])
