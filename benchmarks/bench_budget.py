@@ -99,6 +99,12 @@ def part_search(args, out):
               f"classes, {args.profile}, bsc eps={args.eps} at the {s['site']} site; "
               f"jobs={args.jobs}; {dt:.0f} s ({_load()})")
         print(res.table())
+        pred = [e for e in res.pareto if e["predicted_accuracy"] is not None
+                and e["simulated_ci"] is not None]
+        inside = sum(e["simulated_ci"][0] <= e["predicted_accuracy"] <= e["simulated_ci"][1]
+                     for e in pred)
+        print(f"front points with a prediction inside their simulated 99% interval: "
+              f"{inside} of {len(pred)}")
         ok = r["accuracy_under_noise"] >= GOALS[name]
         print(f"goal: {r['accuracy_under_noise']:.4f} >= {GOALS[name]} "
               f"{'met' if ok else 'NOT met'}; {r['flash_bytes']} B = {share:.0%} of the part")
@@ -115,7 +121,8 @@ def part_search(args, out):
                      "flash_bytes": r["flash_bytes"], "share_of_part": share,
                      "n_entries": len(res.entries), "rounds": len(s["rounds"]),
                      "stop_reason": s["stop_reason"], "baselines": rows, "load": _load(),
-                     "work_seconds": s.get("work_seconds")}
+                     "work_seconds": s.get("work_seconds"),
+                     "predictions_inside": [inside, len(pred)]}
 
 
 def part_jobs(args, out):

@@ -30,7 +30,27 @@ configuration that can fit:
 
 The search is a pipeline of short stages over one :class:`SearchOptions`:
 check the options, load the task, list the configurations, screen them,
-train and measure what survives, then the front.
+train and measure what survives, then the baselines and the front.
+
+**Which configurations** (``strategy``): ``"grow"`` (the default) starts
+from each kind's cheap corner (:meth:`~export.registry.KindSpec.seeds`) and,
+round after round, grows the most accurate points of each kind's own front
+one step in each direction the kind has (:meth:`~export.registry.KindSpec.grow`:
+tree depth, learners or trees, code length and alphabet, SSBC bits, NB
+repetitions), every step screened against the part before training, until
+the kind's best accuracy under noise stops improving (``patience`` rounds
+without a gain of ``min_gain``) or its next steps no longer fit; a large
+round is cut by successive halving on a subsample of the training rows.
+``"grid"`` tries every configuration of the space. Then the **baselines**
+(:meth:`~export.registry.KindSpec.baselines`: one-vs-all, scikit-learn's
+random code, a plain forest) are climbed up to the recommendation's flash
+and reported at no more flash than it. Each proposed configuration passes
+:meth:`~export.registry.KindSpec.protected_variants` first, the hook where
+protection (issue 27) joins a configuration.
+
+**Where** (``jobs``, ``scheduler``): configurations run in this process, on
+worker processes or on a Dask cluster (:mod:`export._budget_parallel`), each
+seeded by itself, so the result is the same bit for bit.
 
 A configuration's **accuracy under noise** is its predicted accuracy when
 one exists, else its simulated accuracy. The **Pareto front** is made of
@@ -44,12 +64,13 @@ order). The
 **recommended** point is the most accurate under noise among them (ties: less
 flash, then less RAM, then fewer cycles).
 
-Noise: ``eps`` is the fault's per-bit rate at each kind's own site
-(``site="default"``, the device's ``default_site``): the repeated feature
-bits on the wire for naive Bayes, the learner outputs for ECOC (an N-ary
-output is replaced by a uniformly random other symbol), the code bits for
-SSBC; ``site="wire"`` puts every kind's noise on its wire frames (int16
-features for ECOC and SSBC, where no closed form exists).
+Noise: one fault for every kind. ``eps`` is the fault's per-bit rate at
+one ``site``: ``"compute"`` (the default) the results each device computes
+and combines (naive Bayes' decoded feature bits, ECOC learner outputs,
+forest tree outputs, SSBC code bits; an N-ary result is replaced by a
+uniformly random other value), ``"wire"`` the input frames' bits (repeated
+feature bits for naive Bayes, int16 features for the others, simulated
+only), ``"image"`` the stored bits of the model (``seu``).
 """
 
 import json
