@@ -1288,10 +1288,11 @@ def _halve(run, keep):
 
 
 def _grow(run):
-    """The growing search: from the kinds' seeds, grow each kind's own front, its
-    most accurate points first (``grow_width`` per round), one step in each
-    direction the kind has (:meth:`~export.registry.KindSpec.grow`), round after
-    round. A kind stops when its best accuracy under noise gained less than
+    """The growing search: from the kinds' seeds, grow each family's own front
+    (:meth:`~export.registry.KindSpec.family`: the kind, or a forest's estimator
+    and leaf form), its most accurate points first (``grow_width`` per round),
+    one step in each direction the kind has (:meth:`~export.registry.KindSpec.grow`),
+    round after round. A family stops when its best accuracy under noise gained less than
     ``min_gain`` in ``patience`` rounds, when every point of its front was grown,
     or when its next steps no longer fit the part (pruned by their lower bounds
     before training); the search stops when every kind has."""
@@ -1331,10 +1332,12 @@ def _grow(run):
         if run.stopped:
             break
         pending = []
-        for kind in dict.fromkeys(e["kind"] for e in run.entries):
+        fam = [specs[e["kind"]].family(e["config"]) for e in run.entries]
+        for kind in dict.fromkeys(fam):
             if kind in why:
                 continue
-            own = [i for i, e in enumerate(run.entries) if e["kind"] == kind and e["meets_limits"]]
+            own = [i for i, e in enumerate(run.entries) if fam[i] == kind and e["meets_limits"]
+                   and e["baseline"] is None]
             if not own:
                 continue
             front = [own[k] for k in pareto_front([run.entries[i] for i in own],
@@ -1354,7 +1357,7 @@ def _grow(run):
             for i in grow:
                 expanded.add(i)
                 cfg = run.entries[i]["config"]
-                for child in specs[kind].grow(cfg, o.space, **shape):
+                for child in specs[cfg["kind"]].grow(cfg, o.space, **shape):
                     k = _key(child)
                     if k not in seen and child not in children:
                         children.append(child)
@@ -1363,7 +1366,7 @@ def _grow(run):
                              else "no growth step left that was not tried")
             pending += children
             run.configs += children
-    for kind in dict.fromkeys(e["kind"] for e in run.entries):
+    for kind in dict.fromkeys(specs[e["kind"]].family(e["config"]) for e in run.entries):
         why.setdefault(kind, f"time limit budget_s={o.budget_s} s" if run.stopped
                        else "its next steps no longer fit the part")
     run.stop_reason = "; ".join(f"{k}: {v}" for k, v in why.items())

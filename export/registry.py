@@ -183,6 +183,12 @@ class KindSpec:
         each direction the kind has). Default: none."""
         return []
 
+    def family(self, config: Mapping) -> str:
+        """The lineage a configuration grows in: the growing search keeps one front
+        per family (and stops each on its own), so that a family behind at small
+        sizes still climbs. Default: the kind."""
+        return self.kind
+
     def baselines(self, space, *, n_classes: int, n_features: int, binary: bool) -> list:
         """The obvious choices a user would try first, as ``(name, ladder)`` pairs:
         ``ladder`` a list of configurations by growing size; the search reports,

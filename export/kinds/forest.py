@@ -126,13 +126,17 @@ class ForestSpec(KindSpec):
             out.append({**config, "max_depth": deeper[0]})
         return out
 
+    def family(self, config):
+        """Estimator and leaf form: class leaves (no table) and probability leaves grow
+        on their own fronts (class leaves take far less flash per tree)."""
+        return f"forest {config['estimator']} {config['leaf']}"
+
     def baselines(self, space, *, n_classes, n_features, binary):
         """A plain random forest: scikit-learn's defaults (unlimited depth, here the
         format's 64 levels; soft vote, 8-bit probability leaves), growing numbers of
         trees."""
         ladder = [{"kind": self.kind, "estimator": "rf", "n_trees": t, "max_depth": _MAX_DEPTH,
-                   "leaf": "proba", "leaf_bits": 8} for t in (1, 2, 3, 5, 8, 12, 20, 30, 50,
-                                                               80, 100)]
+                   "leaf": "proba", "leaf_bits": 8} for t in (1,) + TREE_LADDER]
         return [("plain forest", ladder)]
 
     def label(self, config):
