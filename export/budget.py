@@ -501,7 +501,7 @@ class BudgetResult:
 
 def _flash_ticks(lo, hi):
     """Readable tick positions (bytes) between ``lo`` and ``hi`` on a log axis."""
-    cands = [m * 10 ** k for k in range(1, 9) for m in (1, 2, 5)]
+    cands = [2 ** k for k in range(6, 31)]
     ticks = [t for t in cands if lo / 1.25 <= t <= hi * 1.25]
     if len(ticks) < 3:
         ticks = sorted(set(ticks) | {int(lo), int(hi)})
@@ -509,7 +509,7 @@ def _flash_ticks(lo, hi):
 
 
 def _kb(nbytes):
-    return f"{nbytes / 1024:.3g}K" if nbytes >= 1024 else f"{nbytes:.0f}"
+    return f"{nbytes / 1024:.3g}K" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
 
 def _jsonable(obj):
