@@ -30,7 +30,27 @@ configuration that can fit:
 
 The search is a pipeline of short stages over one :class:`SearchOptions`:
 check the options, load the task, list the configurations, screen them,
-train and measure what survives, then the front.
+train and measure what survives, then the baselines and the front.
+
+**Which configurations** (``strategy``): ``"grow"`` (the default) starts
+from each kind's cheap corner (:meth:`~export.registry.KindSpec.seeds`) and,
+round after round, grows the most accurate points of each kind's own front
+one step in each direction the kind has (:meth:`~export.registry.KindSpec.grow`:
+tree depth, learners or trees, code length and alphabet, SSBC bits, NB
+repetitions), every step screened against the part before training, until
+the kind's best accuracy under noise stops improving (``patience`` rounds
+without a gain of ``min_gain``) or its next steps no longer fit; a large
+round is cut by successive halving on a subsample of the training rows.
+``"grid"`` tries every configuration of the space. Then the **baselines**
+(:meth:`~export.registry.KindSpec.baselines`: one-vs-all, scikit-learn's
+random code, a plain forest) are climbed up to the recommendation's flash
+and reported at no more flash than it. Each proposed configuration passes
+:meth:`~export.registry.KindSpec.protected_variants` first, the hook where
+protection (issue 27) joins a configuration.
+
+**Where** (``jobs``, ``scheduler``): configurations run in this process, on
+worker processes or on a Dask cluster (:mod:`export._budget_parallel`), each
+seeded by itself, so the result is the same bit for bit.
 
 A configuration's **accuracy under noise** is its predicted accuracy when
 one exists, else its simulated accuracy. The **Pareto front** is made of
@@ -44,12 +64,13 @@ order). The
 **recommended** point is the most accurate under noise among them (ties: less
 flash, then less RAM, then fewer cycles).
 
-Noise: ``eps`` is the fault's per-bit rate at each kind's own site
-(``site="default"``, the device's ``default_site``): the repeated feature
-bits on the wire for naive Bayes, the learner outputs for ECOC (an N-ary
-output is replaced by a uniformly random other symbol), the code bits for
-SSBC; ``site="wire"`` puts every kind's noise on its wire frames (int16
-features for ECOC and SSBC, where no closed form exists).
+Noise: one fault for every kind. ``eps`` is the fault's per-bit rate at
+one ``site``: ``"compute"`` (the default) the results each device computes
+and combines (naive Bayes' decoded feature bits, ECOC learner outputs,
+forest tree outputs, SSBC code bits; an N-ary result is replaced by a
+uniformly random other value), ``"wire"`` the input frames' bits (repeated
+feature bits for naive Bayes, int16 features for the others, simulated
+only), ``"image"`` the stored bits of the model (``seu``).
 """
 
 import json
@@ -70,7 +91,7 @@ from .registry import KindSpec, find_kind_spec, kind_specs
 
 __all__ = ["search", "SearchOptions", "BudgetResult", "SearchSpace", "dominates",
            "pareto_front", "make_budget_fault", "FAULT_RATE_PARAM", "DEFAULT_SIM_SAMPLES",
-           "AUTO_BUILD_MAX", "PROFILE_TARGETS", "ENTRY_KEYS"]
+           "AUTO_BUILD_MAX", "PROFILE_TARGETS", "ENTRY_KEYS", "SITE_OF", "DEFAULT_SITE"]
 
 #: (point, trial) pairs of a bit-fault campaign (trials = this / test rows).
 DEFAULT_SIM_SAMPLES = 100_000
@@ -82,6 +103,14 @@ FAULT_RATE_PARAM = {"bsc": ("eps", 1.0), "burst": ("flip_rate", 1.0), "stuck": (
                     "seu": ("rate", 1.0)}
 #: Built-in profile -> firmware target of :mod:`export.firmware`.
 PROFILE_TARGETS = {"cortex-m0": "cortex-m0plus", "cortex-m4": "cortex-m4"}
+#: Successive halving applies from this many training rows (below, a full fit
+#: costs about what the subsample's score does).
+HALVING_MIN_ROWS = 2000
+#: Budget site -> the device site (:data:`firmware_sim.SITES`) its campaigns and
+#: closed forms use (None: an image fault, the site of its own).
+SITE_OF = {"compute": "intermediate", "wire": "wire", "image": None}
+#: The site every kind's fault acts at unless ``site`` says otherwise.
+DEFAULT_SITE = "compute"
 #: Keys of every front entry (the issue's schema, then what the search adds).
 ENTRY_KEYS = ("config", "flash_bytes", "ram_bytes", "cycles", "energy_nj", "clean_accuracy",
               "predicted_accuracy", "simulated_accuracy", "simulated_ci")
@@ -312,6 +341,15 @@ class BudgetResult:
                f"{r['accuracy_under_noise']:.4f} ({r['accuracy_source']}), {r['flash_bytes']} B "
                f"flash, {r['ram_bytes']} B RAM")
         lines.append(why)
+        for b in s.get("baselines", []):
+            if b.get("label") is None:
+                lines.append(f"baseline {b['name']}: {b['note']}")
+                continue
+            lines.append(f"baseline {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} "
+                         f"under noise at {b['flash_bytes']} B flash ({b['note']}); the "
+                         f"recommendation gains {b['gain']:+.4f}")
+        if s.get("strategy") == "grow":
+            lines.append(f"grown in {len(s['rounds'])} rounds; stopped: {s['stop_reason']}")
         lines.append(f"searched {len(self.entries)} configurations in {s['elapsed_s']:.1f}s "
                      f"({s['n_pruned_screening']} pruned before training, "
                      f"{s['n_pruned_measured']} too large once trained, {len(self.skipped)} "
@@ -320,8 +358,54 @@ class BudgetResult:
                         if s["stopped_early"] else "") + ")")
         return "\n".join(lines)
 
+    def report_md(self):
+        """A short Markdown report: the search, the front, the baselines and why
+        the recommended point (what ``export`` writes as ``report.md``)."""
+        s, r = self.settings, self.recommended
+        lim = s.get("flash_limit")
+        out = [f"# Budget search: {s['data']} on {s['profile']}", "",
+               f"- data: {s['n_train']} train / {s['n_test']} test rows, {s['n_classes']} "
+               f"classes, {s['n_features']} features ({s['split']})",
+               f"- noise: {s['fault_label']} at {s['site_label']}",
+               f"- part: {s.get('profile_flash_bytes')} B flash, {s.get('profile_ram_bytes')} B "
+               f"RAM" + (f", max_flash {s['max_flash']} B" if s.get("max_flash") else ""),
+               f"- search: {s['strategy']}, {len(self.entries)} configurations measured in "
+               f"{s['elapsed_s']:.1f} s" + (f", {len(s['rounds'])} rounds; stopped: "
+                                          f"{s['stop_reason']}" if s["strategy"] == "grow"
+                                          else ""),
+               f"- memory from {s['memory_source']}", "", "## Front", "",
+               "| | configuration | flash B | RAM B | cycles | clean | under noise | source |",
+               "|---|---|---:|---:|---:|---:|---:|---|"]
+        for k, e in enumerate(self.pareto):
+            mark = "**recommended**" if k == self.recommended_index else ""
+            out.append(f"| {mark} | {e['label']} | {e['flash_bytes']} | {e['ram_bytes']} | "
+                       f"{e['cycles']:.0f} | {e['clean_accuracy']:.4f} | "
+                       f"{e['accuracy_under_noise']:.4f} | {e['accuracy_source']} |")
+        out += ["", "## Baselines (at no more flash than the recommendation)", ""]
+        bl = s.get("baselines") or []
+        if not bl:
+            out.append("none measured")
+        for b in bl:
+            if b.get("label") is None:
+                out.append(f"- {b['name']}: {b['note']}")
+            else:
+                out.append(f"- {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} under "
+                           f"noise at {b['flash_bytes']} B ({b['note']}): the recommendation "
+                           f"gains {b['gain']:+.4f}")
+        share = f" ({100.0 * r['flash_bytes'] / lim:.0f}% of the {lim} B limit)" if lim else ""
+        out += ["", "## Why this point", "",
+                f"{r['label']} is the most accurate configuration under noise on the front: "
+                f"{r['accuracy_under_noise']:.4f} ({r['accuracy_source']}"
+                + (f", simulated {r['simulated_accuracy']:.4f} in [{r['simulated_ci'][0]:.4f}, "
+                   f"{r['simulated_ci'][1]:.4f}]" if r.get("simulated_ci") else "")
+                + f"), clean {r['clean_accuracy']:.4f}, at {r['flash_bytes']} B flash{share} "
+                f"and {r['ram_bytes']} B RAM; no configuration that fits is more accurate "
+                "under this noise.", ""]
+        return "\n".join(out)
+
     def export(self, out_dir, *, target=None, build=False):
-        """Write the recommended model: ``model.edgc`` (container), ``model.onnx``,
+        """Write the recommended model: ``model.edgc`` (container), ``model.onnx``
+        (with the data's true class labels), ``report.md`` (:meth:`report_md`),
         ``firmware/`` (C99 sources for ``target``, by default the profile's, and
         with ``build`` and a toolchain, compiled) and ``recommended.json``.
 
@@ -341,7 +425,9 @@ class BudgetResult:
         out.mkdir(exist_ok=True)
         target = target or self.settings.get("target") or "host"
         paths = {"container": out / "model.edgc", "onnx": out / "model.onnx",
-                 "firmware": out / "firmware", "report": out / "recommended.json"}
+                 "firmware": out / "firmware", "report": out / "recommended.json",
+                 "report_md": out / "report.md"}
+        paths["report_md"].write_text(self.report_md(), encoding="utf-8")
         paths["container"].write_bytes(fitted.export.container)
         save_model(fitted.export.onnx_model, str(paths["onnx"]))
         write_firmware(fitted.export.container, paths["firmware"], target)
@@ -391,7 +477,18 @@ class BudgetResult:
                    color="C3", zorder=5, label=f"recommended: {r['label']}")
         s = self.settings
         ax.set_xscale("log")
-        ax.set_xlabel(f"flash (bytes, {s['memory_source']}; profile {s['profile']})")
+        lim = s.get("flash_limit")
+        xs = [e["flash_bytes"] for e in self.entries]
+        lo, hi = min(xs), max(xs + ([lim] if lim else []))
+        if lim:
+            ax.axvline(lim, color="C1", ls="--", lw=1.2,
+                       label=f"flash limit {lim / 1024:.0f} KB ({s['profile']})")
+        ax.set_xlim(lo / 1.25, hi * 1.25)
+        ticks = _flash_ticks(lo, hi)
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([_kb(t) for t in ticks], fontsize=8)
+        ax.minorticks_off()
+        ax.set_xlabel(f"flash (KB, {s['memory_source']}; profile {s['profile']})")
         ax.set_ylabel("accuracy under noise")
         ax.set_title(title or f"{s['data']}: {s['fault_label']}", fontsize=10)
         ax.legend(fontsize=7, loc="lower right")
@@ -400,6 +497,19 @@ class BudgetResult:
         fig.savefig(path, dpi=120)
         plt.close(fig)
         return path
+
+
+def _flash_ticks(lo, hi):
+    """Readable tick positions (bytes) between ``lo`` and ``hi`` on a log axis."""
+    cands = [2 ** k for k in range(6, 31)]
+    ticks = [t for t in cands if lo / 1.25 <= t <= hi * 1.25]
+    if len(ticks) < 3:
+        ticks = sorted(set(ticks) | {int(lo), int(hi)})
+    return ticks
+
+
+def _kb(nbytes):
+    return f"{nbytes / 1024:.3g}K" if nbytes >= 1024 else f"{nbytes:.0f} B"
 
 
 def _jsonable(obj):
@@ -474,6 +584,8 @@ def _predict(device, X, y, fault, site):
         spec = find_kind_spec(device.kind)
         if spec is None:
             return None, f"no closed form: the bridge knows no kind {device.kind!r}"
+        if not spec.exact_closed_form:
+            return None, f"no exact closed form for {device.kind} (simulated)"
         a = spec.analytic(device, X, fault, y, site=site)
     if a.get("available") and a.get("accuracy") is not None:
         method = a.get("method", "exact")
@@ -481,14 +593,15 @@ def _predict(device, X, y, fault, site):
     return None, a.get("reason", "no closed form")
 
 
-def _simulate(fitted, fault, site, samples, confidence, random_state):
+def _simulate(fitted, fault, site, samples, confidence, random_state, n_jobs=None):
     from firmware_sim.campaign import run_campaign
     n = len(fitted.X_device)
     trials = max(10, math.ceil(samples / n))
     if fault.target in ("image", "mixed"):
         trials = max(20, min(1000, trials))
     res = run_campaign(fitted.export.device, fitted.X_device, fault, n_trials=trials,
-                       random_state=random_state, y=fitted.y_device, site=site, confidence=confidence)
+                       random_state=random_state, y=fitted.y_device, site=site, confidence=confidence,
+                       n_jobs=n_jobs)
     p = res.points[0]
     return float(p.accuracy), [float(p.accuracy_ci[0]), float(p.accuracy_ci[1])], trials
 
@@ -510,8 +623,16 @@ class SearchOptions:
     fault : {"bsc", "burst", "stuck", "seu"}
     fault_params : dict, optional
         More parameters of the fault (e.g. ``{"mean_burst": 8}``).
-    site : {"default", "wire", "intermediate"}
-        Where bit faults act: each kind's own site, or the same for all.
+    site : {"compute", "wire", "image"}, optional
+        Where the fault acts, the same for every kind (:data:`SITES`):
+        ``"compute"`` (the default; ``"image"`` for ``fault="seu"``) the
+        results the device computes and combines (naive Bayes' decoded
+        feature bits, ECOC learner outputs, forest tree outputs, SSBC code
+        bits: an N-ary result is replaced by a uniformly random other
+        value); ``"wire"`` the bits of the input frames (repeated feature
+        bits for naive Bayes, int16 features for the others); ``"image"``
+        the stored bits of the model (``bsc`` and ``seu`` become upsets of
+        each stored bit with probability ``eps``).
     max_flash : int, optional
         Flash limit in bytes (besides the profile's).
     min_accuracy : float in [0, 1], optional
@@ -521,6 +642,33 @@ class SearchOptions:
     budget_s : float, optional
         Stop training new configurations after this many seconds (the
         front's simulations run after).
+    strategy : {"grow", "grid"}
+        ``"grow"`` (default): start from each kind's cheap corner
+        (:meth:`~export.registry.KindSpec.seeds`) and grow the front's most
+        accurate points (:meth:`~export.registry.KindSpec.grow`) round after
+        round until the front stops improving or the next steps no longer
+        fit; ``"grid"``: every configuration of ``space``.
+    patience, min_gain : int, float
+        Growth stops after ``patience`` rounds in which the best accuracy
+        under noise gained less than ``min_gain`` (defaults 2, 0.002).
+    grow_width : int
+        Front points grown per round, the most accurate first (default 4).
+    halving : bool
+        Successive halving of a grown round's candidates (not the seeds) when
+        there are more than ``2 * grow_width`` and at least
+        :data:`HALVING_MIN_ROWS` training rows: each is fitted on a quarter of the training rows
+        and scored on another quarter; the better half is trained in full.
+    baselines : bool
+        Also measure the obvious choices (one-vs-all, scikit-learn's random
+        code, a plain forest: :meth:`~export.registry.KindSpec.baselines`) up
+        to the recommendation's flash, and report them (default True).
+    jobs : int
+        Worker processes that train and measure configurations (-1: every
+        CPU). Results do not depend on it.
+    scheduler : str or dask.distributed.Client, optional
+        Run the configurations on a Dask cluster (an address such as
+        ``"tcp://host:8786"`` or a connected client): the same result as one
+        process, bit for bit.
     build : bool or "auto"
         Real firmware builds for flash and RAM (``True``; about 1 s per
         configuration; needs the target's toolchain), the profile estimate
@@ -561,11 +709,19 @@ class SearchOptions:
     eps: float = 0.05
     fault: str = "bsc"
     fault_params: Optional[dict] = None
-    site: str = "default"
+    site: Optional[str] = None
     max_flash: Optional[int] = None
     min_accuracy: Optional[float] = None
     space: Any = None
     budget_s: Optional[float] = None
+    strategy: str = "grow"
+    patience: int = 2
+    min_gain: float = 0.002
+    grow_width: int = 4
+    halving: bool = True
+    baselines: bool = True
+    jobs: int = 1
+    scheduler: Any = None
     build: Any = False
     simulate: str = "front"
     sim_samples: int = DEFAULT_SIM_SAMPLES
@@ -582,9 +738,34 @@ class SearchOptions:
         """A copy with ``eps`` as a float and ``space`` as a :class:`SearchSpace`;
         ``ValueError``/``TypeError`` naming the first bad option."""
         eps = _check_eps(self.eps)
-        if self.site not in ("default", "wire", "intermediate"):
-            raise ValueError(f"site must be 'default', 'wire' or 'intermediate'; got "
-                             f"{self.site!r}")
+        site = self.site
+        if site is None:
+            site = "image" if self.fault == "seu" else DEFAULT_SITE
+        site = {"intermediate": "compute"}.get(site, site)
+        if site == "default":
+            raise ValueError("site must be 'compute', 'wire' or 'image' (one site for every "
+                             "kind; each kind's own site, 'default', is gone: see "
+                             "docs/budget.md)")
+        if site not in SITE_OF:
+            raise ValueError(f"site must be 'compute', 'wire' or 'image'; got {site!r}")
+        fault = self.fault
+        if site == "image" and fault == "bsc":
+            fault = "seu"
+        if (site == "image") != (fault == "seu"):
+            raise ValueError(f"fault {fault!r} does not act at the {site} site: the image site "
+                             "takes bsc or seu (stored bits upset with probability eps), the "
+                             "compute and wire sites take bsc, burst or stuck")
+        if self.strategy not in ("grow", "grid"):
+            raise ValueError(f"strategy must be 'grow' or 'grid'; got {self.strategy!r}")
+        for name, low in (("patience", 1), ("grow_width", 1)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
+        if not 0.0 <= float(self.min_gain) < 1.0:
+            raise ValueError(f"min_gain must be in [0, 1); got {self.min_gain!r}")
+        j = self.jobs
+        if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not (j >= 1 or j == -1):
+            raise ValueError(f"jobs must be -1 (every CPU) or an integer >= 1; got {j!r}")
         mf = self.max_flash
         if mf is not None and (isinstance(mf, bool) or int(mf) != mf or mf < 1):
             raise ValueError(f"max_flash must be a positive number of bytes; got {mf!r}")
@@ -605,7 +786,7 @@ class SearchOptions:
             space = SearchSpace.from_dict(space)
         elif not isinstance(space, SearchSpace):
             raise TypeError(f"space must be a SearchSpace or a dict; got {type(space).__name__}")
-        return replace(self, eps=eps, space=space)
+        return replace(self, eps=eps, space=space, site=site, fault=fault)
 
 
 def _options(profile, eps, options, kwargs):
@@ -672,14 +853,30 @@ class _Run:
     n_simulated: int = 0
     stopped: bool = False
     not_evaluated: int = 0
+    keys: dict = field(default_factory=dict)
+    halved: list = field(default_factory=list)
+    rounds: list = field(default_factory=list)
+    baselines: list = field(default_factory=list)
+    stop_reason: str = ""
+    evaluator: Any = None
+    done: int = 0
+    work: list = field(default_factory=lambda: [[]])
 
     @property
     def flash_limit(self):
         mf = self.opts.max_flash
         return self.profile.flash_bytes if mf is None else min(self.profile.flash_bytes, int(mf))
 
+    @property
+    def campaign_site(self):
+        """The site the campaigns and closed forms get (None: an image fault)."""
+        return SITE_OF[self.opts.site]
+
     def elapsed(self):
         return time.perf_counter() - self.t_start
+
+    def out_of_time(self):
+        return self.opts.budget_s is not None and self.elapsed() >= float(self.opts.budget_s)
 
 
 def _start(opts):
@@ -704,22 +901,34 @@ def _start(opts):
     return _Run(opts, prof, flt, target, build_target, _reporter(opts.progress), t_start)
 
 
+def _shape(run):
+    t = run.task
+    return {"n_classes": t.n_classes, "n_features": t.n_features, "binary": t.binary}
+
+
 def _load(run, data):
-    """The task's rows and every configuration of the space for them."""
+    """The task's rows (and, for the grid, every configuration of the space)."""
     o = run.opts
     run.task = task = load_task(data, test_size=o.test_size, random_state=o.random_state,
                                 max_points=o.max_points, data_options=o.data_options)
-    run.configs = configurations(o.space, n_classes=task.n_classes,
-                                 n_features=task.n_features, binary=task.binary)
+    if o.strategy == "grid":
+        run.configs = configurations(o.space, **_shape(run))
+    else:
+        run.configs = [cfg for spec in kind_specs() if spec.kind in o.space.kinds
+                       for cfg in spec.seeds(o.space, **_shape(run))]
     if not run.configs:
         reasons = [s.unsupported(task) for s in kind_specs() if s.kind in o.space.kinds]
         why = f" ({'; '.join(reasons)})" if reasons and all(reasons) else ""
         raise ValueError(f"the search space has no configuration for this data{why}")
 
 
+def _key(cfg):
+    return json.dumps(_jsonable(cfg), sort_keys=True)
+
+
 def _screen_one(run, cfg):
-    """Screen one configuration: (lower bound, runtime flash) if it may fit, else None
-    (recorded as skipped or pruned)."""
+    """Screen one configuration: (lower bound, flash bound, RAM bound, runtime flash,
+    fits) or None when it cannot be built (recorded as skipped; pruned ones too)."""
     label = config_label(cfg)
     prof, mf = run.profile, run.opts.max_flash
     try:
@@ -744,11 +953,11 @@ def _screen_one(run, cfg):
     return lb, need_f, need_r, rt_flash, not over
 
 
-def _screen_all(run):
-    """Screen every configuration before training; the survivors by flash bound
-    (``ValueError`` naming the smallest when none fits)."""
+def _screen_all(run, configs, *, refuse_empty=True):
+    """Screen configurations before training; the survivors ``(cfg, lb)`` by flash
+    bound (``ValueError`` naming the smallest when none fits and ``refuse_empty``)."""
     keep, smallest = [], None
-    for cfg in run.configs:
+    for cfg in configs:
         out = _screen_one(run, cfg)
         if out is None:
             continue
@@ -757,7 +966,7 @@ def _screen_all(run):
             smallest = (need_f, need_r, config_label(cfg), lb["flash_bytes"], rt_flash)
         if fits:
             keep.append((need_f, len(keep), cfg, lb))
-    if not keep:
+    if not keep and refuse_empty:
         _nothing_fits(run, smallest)
     keep.sort(key=lambda t: (t[0], t[1]))
     return [(cfg, lb) for _, _, cfg, lb in keep]
@@ -785,17 +994,46 @@ def _choose_memory_source(run, n_keep):
     return "build" if run.build_target else "profile"
 
 
-def _oversize(run, fitted, flash, ram, source):
+# --------------------------------------------------------------------------
+# one configuration (a work item: runs here, in a worker process or on Dask)
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Ctx:
+    """What a work item needs besides its configuration and the task (picklable)."""
+
+    profile: Any
+    fault: Any
+    site: Optional[str]
+    plan_eps: float
+    random_state: int
+    build_target: Optional[str]
+    max_flash: Optional[int]
+    enforce_int_widths: bool
+    simulate_all: bool
+    sim_samples: int
+    confidence: float
+    campaign_jobs: Optional[int] = None
+
+
+def _ctx(run):
+    o = run.opts
+    return _Ctx(run.profile, run.fault, run.campaign_site, _wire_eps(run.fault, o.eps),
+                o.random_state, run.build_target, o.max_flash, bool(o.enforce_int_widths),
+                o.simulate == "all", int(o.sim_samples), float(o.confidence),
+                getattr(run.evaluator, "campaign_jobs", None))
+
+
+def _oversize(ctx, fitted, flash, ram, source):
     """Why a trained configuration does not fit (empty: it fits), and its wide arrays."""
     from firmware_sim.profiles import DoesNotFitError, check_fits
 
-    prof, mf, over = run.profile, run.opts.max_flash, []
+    prof, mf, over = ctx.profile, ctx.max_flash, []
     try:
         check_fits(prof, fitted.export.resources)
     except DoesNotFitError as exc:
         over.append(str(exc))
     wide = _wide_arrays(prof, fitted.export.device.container)
-    if wide and run.opts.enforce_int_widths:
+    if wide and ctx.enforce_int_widths:
         over.append(f"integer arrays wider than the profile's {list(prof.int_widths)}: "
                     f"{', '.join(wide)}")
     if source == "build" and (flash > prof.flash_bytes or ram > prof.ram_bytes):
@@ -806,16 +1044,48 @@ def _oversize(run, fitted, flash, ram, source):
     return over, wide
 
 
-def _entry(run, cfg, label, fitted, flash, ram, source, wide):
-    """The measured entry of a configuration that fits (simulated when it has no
-    prediction, or with ``simulate="all"``)."""
+def _evaluate(cfg, task, lb, ctx):
+    """Train, export and measure one configuration: ``{"status": "entry" | "pruned" |
+    "skipped", ...}`` (an entry carries its :class:`Fitted`). Linear algebra runs on
+    one thread, so that the figures do not depend on where the item runs."""
+    t0 = time.perf_counter()
+    with _one_blas_thread():
+        out = _evaluate_one(cfg, task, lb, ctx)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _one_blas_thread():
+    """A context limiting BLAS/OpenMP pools to one thread (scikit-learn's
+    threadpool controller; a no-op where it is missing)."""
+    import contextlib
+    try:
+        from sklearn.utils.parallel import _get_threadpool_controller
+        return _get_threadpool_controller().limit(limits=1)
+    except (ImportError, AttributeError):
+        return contextlib.nullcontext()
+
+
+def _evaluate_one(cfg, task, lb, ctx):
     from firmware_sim.profiles import estimate
 
-    o, res = run.opts, fitted.export.resources
-    site = None if o.site == "default" else o.site
-    est = estimate(run.profile, res)
-    pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, run.fault,
-                            site)
+    label = config_label(cfg)
+    try:
+        fitted = fit_config(cfg, task, plan_eps=ctx.plan_eps, random_state=ctx.random_state,
+                            screened=lb)
+    except (ValueError, TypeError) as exc:
+        return {"status": "skipped", "record": {"config": cfg, "label": label, "stage": "training",
+                                                "reason": " ".join(str(exc).split())}}
+    flash, ram, source = _memory(fitted.export, ctx.profile, ctx.build_target)
+    over, wide = _oversize(ctx, fitted, flash, ram, source)
+    if over:
+        return {"status": "pruned", "record": {"config": cfg, "label": label, "stage": "measured",
+                                               "flash_bytes": flash, "ram_bytes": ram,
+                                               "reason": "; ".join(over)}}
+    res = fitted.export.resources
+    est = estimate(ctx.profile, res)
+    pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, ctx.fault,
+                            ctx.site)
     entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,
              "ram_bytes": ram, "cycles": float(est["cycles"]),
              "energy_nj": float(est["energy_pj"]) / 1000.0,
@@ -823,105 +1093,410 @@ def _entry(run, cfg, label, fitted, flash, ram, source, wide):
              "simulated_accuracy": None, "simulated_ci": None, "memory_source": source,
              "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
              "simulated_trials": None, "wide_integer_arrays": wide}
-    if pred is None or o.simulate == "all":
-        _simulate_entry(run, entry, fitted)
+    n_sim = 0
+    if pred is None or ctx.simulate_all:
+        _simulate_into(entry, fitted, ctx)
+        n_sim = 1
     entry["accuracy_under_noise"] = pred if pred is not None else entry["simulated_accuracy"]
     entry["accuracy_source"] = "predicted" if pred is not None else "simulated"
+    return {"status": "entry", "entry": entry, "fitted": fitted, "n_simulated": n_sim}
+
+
+def _evaluate_packed(cfg, task, lb, ctx):
+    """:func:`_evaluate` for another process: the fitted model as bytes (its
+    container and ONNX model), rebuilt here by :func:`_unpack`."""
+    out = _evaluate(cfg, task, lb, ctx)
+    f = out.get("fitted")
+    if f is not None:
+        ex = f.export
+        onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
+        out["fitted"] = {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
+                         "resources": _jsonable(dict(ex.resources)),
+                         "checked_inputs": ex.checked_inputs,
+                         "label_mismatches": ex.label_mismatches,
+                         "details": _jsonable(dict(ex.details or {})),
+                         "X_device": f.X_device, "y_device": f.y_device,
+                         "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+    return out
+
+
+def _unpack(out):
+    """The outcome of :func:`_evaluate_packed` with its :class:`Fitted` rebuilt."""
+    p = out.get("fitted")
+    if isinstance(p, dict):
+        from firmware_sim import load
+
+        from ._budget_space import Fitted
+        from .result import ExportResult
+        onnx_model = None
+        if p["onnx"] is not None:
+            import onnx
+            onnx_model = onnx.load_from_string(p["onnx"])
+        ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
+                          p["resources"], p["checked_inputs"], p["label_mismatches"],
+                          p["details"])
+        out["fitted"] = Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+    return out
+
+
+def _simulate_into(entry, fitted, ctx, campaign_jobs="ctx"):
+    jobs = ctx.campaign_jobs if campaign_jobs == "ctx" else campaign_jobs
+    entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
+        _simulate(fitted, ctx.fault, ctx.site, ctx.sim_samples, ctx.confidence,
+                  ctx.random_state, jobs)
+
+
+def _halving_task(task, random_state):
+    """A quarter of the training rows to fit on and another quarter to score on
+    (successive halving's cheap round; the test rows are never used)."""
+    rng = np.random.default_rng([int(random_state), 28])
+    idx = rng.permutation(len(task.X_train))
+    n = max(len(task.classes) * 2, len(idx) // 4)
+    fit_rows, val_rows = idx[:n], idx[n:2 * n]
+    if len(val_rows) == 0 or len(np.unique(task.y_train[fit_rows])) < task.n_classes:
+        fit_rows, val_rows = idx, idx
+    return replace(task, X_train=task.X_train[fit_rows], y_train=task.y_train[fit_rows],
+                   X_test=task.X_train[val_rows], y_test=task.y_train[val_rows],
+                   how=task.how + " (halving subsample)")
+
+
+def _score(cfg, task, lb, ctx):
+    """Clean validation accuracy of ``cfg`` fitted on a subsample (None: not buildable)."""
+    small = _halving_task(task, ctx.random_state)
+    try:
+        with _one_blas_thread():
+            fitted = fit_config(cfg, small, plan_eps=ctx.plan_eps,
+                                random_state=ctx.random_state, screened=lb)
+    except (ValueError, TypeError):
+        return None
+    return float(fitted.clean_accuracy)
+
+
+# --------------------------------------------------------------------------
+# the stages of a search
+# --------------------------------------------------------------------------
+def _record(run, cfg, out, total, baseline=None):
+    """Record a work item's outcome; the entry's index (None: not an entry)."""
+    run.done += 1
+    label = config_label(cfg)
+    if out["status"] == "skipped":
+        rec = out["record"]
+        run.skipped.append(rec)
+        run.progress(run.done, total, f"{label}: not buildable: {rec['reason'][:160]}")
+        return None
+    if out["status"] == "pruned":
+        rec = out["record"]
+        run.pruned.append(rec)
+        run.progress(run.done, total, f"{label}: does not fit once trained "
+                                      f"({rec['flash_bytes']} B flash)")
+        return None
+    entry, o = out["entry"], run.opts
     entry["meets_limits"] = o.min_accuracy is None or \
         entry["accuracy_under_noise"] >= float(o.min_accuracy)
-    return entry
-
-
-def _simulate_entry(run, entry, fitted):
-    o = run.opts
-    site = None if o.site == "default" else o.site
-    entry["simulated_accuracy"], entry["simulated_ci"], entry["simulated_trials"] = \
-        _simulate(fitted, run.fault, site, o.sim_samples, o.confidence, o.random_state)
-    run.n_simulated += 1
-
-
-def _measure_one(run, cfg, lb, plan_eps, done, total):
-    """Train, export and measure one configuration (recorded as an entry, or as
-    skipped or pruned)."""
-    label = config_label(cfg)
-    try:
-        fitted = fit_config(cfg, run.task, plan_eps=plan_eps, random_state=run.opts.random_state,
-                            screened=lb)
-    except (ValueError, TypeError) as exc:
-        reason = " ".join(str(exc).split())
-        run.skipped.append({"config": cfg, "label": label, "reason": reason, "stage": "training"})
-        run.progress(done, total, f"{label}: not buildable: {reason[:160]}")
-        return
-    flash, ram, source = _memory(fitted.export, run.profile, run.build_target)
-    over, wide = _oversize(run, fitted, flash, ram, source)
-    if over:
-        run.pruned.append({"config": cfg, "label": label, "stage": "measured",
-                           "flash_bytes": flash, "ram_bytes": ram, "reason": "; ".join(over)})
-        run.progress(done, total, f"{label}: does not fit once trained ({flash} B flash)")
-        return
-    entry = _entry(run, cfg, label, fitted, flash, ram, source, wide)
-    run.fitted[len(run.entries)] = fitted
+    entry["baseline"] = baseline
+    entry["round"] = len(run.rounds)
+    i = len(run.entries)
+    run.fitted[i] = out["fitted"]
     run.entries.append(entry)
-    run.progress(done, total, f"{label}: accuracy under noise "
+    run.keys[_key(cfg)] = i
+    run.n_simulated += out.get("n_simulated", 0)
+    run.progress(run.done, total, f"{label}: accuracy under noise "
                  f"{entry['accuracy_under_noise']:.4f} ({entry['accuracy_source']}), clean "
-                 f"{fitted.clean_accuracy:.4f}, {flash} B flash, {ram} B RAM")
+                 f"{entry['clean_accuracy']:.4f}, {entry['flash_bytes']} B flash, "
+                 f"{entry['ram_bytes']} B RAM")
+    return i
 
 
-def _measure_all(run, keep):
-    """Train and measure the survivors in order of their flash bound, until the
-    time budget runs out."""
-    o = run.opts
-    plan_eps = _wire_eps(run.fault, o.eps)
-    total = len(keep)
-    for done, (cfg, lb) in enumerate(keep):
-        if o.budget_s is not None and run.elapsed() >= float(o.budget_s):
-            run.stopped, run.not_evaluated = True, total - done
+def _run_items(run, keep, total, baseline=None):
+    """Evaluate ``(cfg, lb)`` pairs (in chunks the evaluator runs at once, so the time
+    limit holds); the entries' indices (None for what is not an entry)."""
+    ctx, ev, out = _ctx(run), run.evaluator, []
+    step = max(1, 2 * ev.width)
+    for k in range(0, len(keep), step):
+        if run.out_of_time():
+            run.stopped, run.not_evaluated = True, run.not_evaluated + len(keep) - k
+            run.stop_reason = f"time limit budget_s={run.opts.budget_s} s"
             break
-        _measure_one(run, cfg, lb, plan_eps, done + 1, total)
+        chunk = keep[k:k + step]
+        local = getattr(ev, "local", False)
+        results = ev.map(_evaluate if local else _evaluate_packed,
+                         [(cfg, lb, ctx) for cfg, lb in chunk])
+        for (cfg, _), res in zip(chunk, results):
+            res = res if local else _unpack(res)
+            run.work[-1].append(round(float(res.get("seconds", 0.0)), 3))
+            names = baseline(cfg) if callable(baseline) else baseline
+            out.append(_record(run, cfg, res, total, names))
+    return out
+
+
+def _no_entries(run, total):
+    o = run.opts
+    if run.stopped:
+        raise ValueError(f"budget_s={o.budget_s} s ran out before any configuration was "
+                         "measured; give more time")
+    why = [f"{p['label']}: too large ({p['reason']})" for p in run.pruned
+           if p["stage"] == "measured"]
+    why += [f"{s['label']}: not buildable ({s['reason']})" for s in run.skipped
+            if s.get("stage") == "training"]
+    raise ValueError(f"none of the {total} trained configurations fits or builds: "
+                     + "; ".join(why)[:600])
+
+
+def _grid(run):
+    """The whole grid of the space, in order of flash bound."""
+    keep = _screen_all(run, run.configs)
+    memory_source = _choose_memory_source(run, len(keep))
+    task = run.task
+    _note(run.progress, f"{len(run.configs)} configurations: {len(run.skipped)} not buildable at "
+          f"screening, {len(run.pruned)} pruned before training, {len(keep)} to train on "
+          f"{task.name} ({len(task.X_train)} train / {len(task.X_test)} test rows)")
+    run.evaluator.start(task)
+    _run_items(run, keep, len(keep))
     if not run.entries:
+        _no_entries(run, len(keep))
+    return memory_source
+
+
+def _current_front(run):
+    eligible = [i for i, e in enumerate(run.entries) if e["meets_limits"]]
+    return [eligible[k] for k in pareto_front([run.entries[i] for i in eligible],
+                                              ram=run.opts.ram_objective)]
+
+
+def _halve(run, keep):
+    """Successive halving: score every candidate on a subsample (fit on a quarter of
+    the training rows, clean accuracy on another quarter), keep the better half
+    (at least ``grow_width``); the others are recorded as stopped early."""
+    o = run.opts
+    n_keep = max(int(o.grow_width), (len(keep) + 1) // 2)
+    if not o.halving or not run.rounds or len(keep) <= 2 * int(o.grow_width) or \
+            len(run.task.X_train) < HALVING_MIN_ROWS:
+        return keep
+    ctx = _ctx(run)
+    scores = list(run.evaluator.map(_score, [(cfg, lb, ctx) for cfg, lb in keep]))
+    order = sorted(range(len(keep)), key=lambda k: (-(scores[k] if scores[k] is not None
+                                                       else -1.0), k))
+    kept = sorted(order[:n_keep])
+    for k in order[n_keep:]:
+        cfg = keep[k][0]
+        run.halved.append({"config": cfg, "label": config_label(cfg), "round": len(run.rounds),
+                           "validation_accuracy": scores[k],
+                           "reason": f"successive halving: validation accuracy "
+                                     f"{'n/a' if scores[k] is None else f'{scores[k]:.4f}'} "
+                                     f"below the better {n_keep} of {len(keep)}"})
+    return [keep[k] for k in kept]
+
+
+def _grow(run):
+    """The growing search: from the kinds' seeds, grow each family's own front
+    (:meth:`~export.registry.KindSpec.family`: the kind, or a forest's estimator
+    and leaf form), its most accurate points first (``grow_width`` per round),
+    one step in each direction the kind has (:meth:`~export.registry.KindSpec.grow`),
+    round after round. A family stops when its best accuracy under noise gained less than
+    ``min_gain`` in ``patience`` rounds, when every point of its front was grown,
+    or when its next steps no longer fit the part (pruned by their lower bounds
+    before training); the search stops when every kind has."""
+    o, task, shape = run.opts, run.task, _shape(run)
+    specs = {s.kind: s for s in kind_specs()}
+    seen = {_key(c) for c in run.configs}
+    pending, expanded = list(run.configs), set()
+    best, stale, why = {}, {}, {}
+    memory_source = None
+    run.evaluator.start(task)
+    while pending:
+        variants = []
+        for cfg in pending:              # the hook where protection joins a configuration
+            for v in specs[cfg["kind"]].protected_variants(cfg, o.space):
+                k = _key(v)
+                if v is cfg or k not in seen:
+                    seen.add(k)
+                    variants.append(v)
+        keep = _screen_all(run, variants, refuse_empty=not run.rounds)
+        if memory_source is None:
+            # "auto": real builds only for a grid of few configurations (a growing
+            # search does not know how many it will train)
+            memory_source = _choose_memory_source(run, AUTO_BUILD_MAX + 1)
+        keep = _halve(run, keep)
+        _note(run.progress, f"round {len(run.rounds) + 1}: {len(pending)} configurations: "
+              f"{len(keep)} to train on {task.name} ({len(task.X_train)} train / "
+              f"{len(task.X_test)} test rows)")
+        if run.work[-1]:
+            run.work.append([])
+        new = [i for i in _run_items(run, keep, run.done + len(keep)) if i is not None]
+        fr = _current_front(run)
+        top = max((run.entries[i]["accuracy_under_noise"] for i in fr), default=None)
+        run.rounds.append({"round": len(run.rounds) + 1, "proposed": len(pending),
+                           "trained": len(keep), "entries": len(new),
+                           "best_accuracy_under_noise": top,
+                           "growing": sorted({c["kind"] for c in pending})})
         if run.stopped:
-            raise ValueError(f"budget_s={o.budget_s} s ran out before any configuration was "
-                             "measured; give more time")
-        why = [f"{p['label']}: too large ({p['reason']})" for p in run.pruned
-               if p["stage"] == "measured"]
-        why += [f"{s['label']}: not buildable ({s['reason']})" for s in run.skipped
-                if s.get("stage") == "training"]
-        raise ValueError(f"none of the {total} trained configurations fits or builds: "
-                         + "; ".join(why)[:600])
+            break
+        pending = []
+        fam = [specs[e["kind"]].family(e["config"]) for e in run.entries]
+        for kind in dict.fromkeys(fam):
+            if kind in why:
+                continue
+            own = [i for i, e in enumerate(run.entries) if fam[i] == kind and e["meets_limits"]
+                   and e["baseline"] is None]
+            if not own:
+                continue
+            front = [own[k] for k in pareto_front([run.entries[i] for i in own],
+                                                  ram=o.ram_objective)]
+            t = max(run.entries[i]["accuracy_under_noise"] for i in front)
+            if kind not in best or t >= best[kind] + float(o.min_gain):
+                best[kind], stale[kind] = t, 0
+            else:
+                stale[kind] += 1
+                if stale[kind] >= int(o.patience):
+                    why[kind] = (f"its front stopped improving ({o.patience} rounds without a "
+                                 f"gain of {o.min_gain:g})")
+                    continue
+            grow = [i for i in sorted(front, key=lambda i: -run.entries[i]["accuracy_under_noise"])
+                    if i not in expanded][:int(o.grow_width)]
+            children = []
+            for i in grow:
+                expanded.add(i)
+                cfg = run.entries[i]["config"]
+                for child in specs[cfg["kind"]].grow(cfg, o.space, **shape):
+                    k = _key(child)
+                    if k not in seen and child not in children:
+                        children.append(child)
+            if not children:
+                why[kind] = ("every point of its front was grown" if not grow
+                             else "no growth step left that was not tried")
+            pending += children
+            run.configs += children
+    for kind in dict.fromkeys(specs[e["kind"]].family(e["config"]) for e in run.entries):
+        why.setdefault(kind, f"time limit budget_s={o.budget_s} s" if run.stopped
+                       else "its next steps no longer fit the part")
+    run.stop_reason = "; ".join(f"{k}: {v}" for k, v in why.items())
+    if not run.entries:
+        _no_entries(run, run.done)
+    return memory_source or "profile"
+
+
+def _baselines(run):
+    """The obvious choices every kind offers (:meth:`KindSpec.baselines`), each a
+    ladder of growing size climbed until it passes the recommendation's flash or
+    the part; per ladder, the best entry at no more flash than the recommendation."""
+    shape = _shape(run)
+    ladders = []
+    for spec in kind_specs():
+        if spec.unsupported(run.task) is None:
+            ladders += list(spec.baselines(run.opts.space, **shape))
+    if not ladders:
+        return
+    rec = run.entries[_recommended_index(run)]
+    limit = rec["flash_bytes"]
+    state = [{"name": n, "ladder": list(lad), "step": 0, "done": False, "indices": []}
+             for n, lad in ladders]
+    _note(run.progress, f"baselines: {', '.join(s['name'] for s in state)} up to "
+          f"{limit} B flash")
+    while not run.out_of_time():
+        batch = []
+        for s in state:
+            while not s["done"] and s["step"] < len(s["ladder"]):
+                cfg = s["ladder"][s["step"]]
+                s["step"] += 1
+                k = _key(cfg)
+                if k in run.keys:
+                    i = run.keys[k]
+                    s["indices"].append(i)
+                    run.entries[i]["baseline"] = run.entries[i]["baseline"] or s["name"]
+                    if run.entries[i]["flash_bytes"] > limit:
+                        s["done"] = True
+                    continue
+                out = _screen_one(run, cfg)
+                if out is None:
+                    continue
+                lb, need_f, _, _, fits = out
+                if not fits or (need_f > limit and s["indices"]):
+                    s["done"] = True
+                    break
+                batch.append((s, cfg, lb))
+                break
+            if s["step"] >= len(s["ladder"]):
+                s["done"] = s["done"] or not any(b[0] is s for b in batch)
+        if not batch:
+            break
+        if run.work[-1]:
+            run.work.append([])
+        idx = _run_items(run, [(cfg, lb) for _, cfg, lb in batch], run.done + len(batch),
+                         baseline=None)
+        for (s, cfg, _), i in zip(batch, idx):
+            if i is None:
+                s["done"] = True
+                continue
+            run.entries[i]["baseline"] = s["name"]
+            s["indices"].append(i)
+            if run.entries[i]["flash_bytes"] > limit:
+                s["done"] = True
+        if all(s["done"] or s["step"] >= len(s["ladder"]) for s in state):
+            break
+    run.baselines = state
+
+
+def _recommended_index(run):
+    front = _current_front(run)
+    if not front:
+        best = max(run.entries, key=lambda e: e["accuracy_under_noise"])
+        raise ValueError(f"no configuration reaches min_accuracy {float(run.opts.min_accuracy):g}"
+                         f" under noise: the best, {best['label']}, reaches "
+                         f"{best['accuracy_under_noise']:.4f}")
+    return front[_recommend(run.entries, front)]
 
 
 def _front(run):
     """The front among what meets the limits (its points simulated) and the
     recommended point's position on it."""
-    o, entries = run.opts, run.entries
-    eligible = [i for i, e in enumerate(entries) if e["meets_limits"]]
-    if not eligible:
-        best = max(entries, key=lambda e: e["accuracy_under_noise"])
-        raise ValueError(f"no configuration reaches min_accuracy {float(o.min_accuracy):g} under "
-                         f"noise: the best, {best['label']}, reaches "
-                         f"{best['accuracy_under_noise']:.4f}")
-    front = [eligible[k] for k in pareto_front([entries[i] for i in eligible],
-                                               ram=o.ram_objective)]
+    entries = run.entries
+    _recommended_index(run)              # refuses when nothing meets min_accuracy
+    front = _current_front(run)
+    ctx = _ctx(run)
     for i in front:
         if entries[i]["simulated_accuracy"] is None:
-            _simulate_entry(run, entries[i], run.fitted[i])
+            _simulate_into(entries[i], run.fitted[i], ctx, campaign_jobs=None)
+            run.n_simulated += 1
     for i, e in enumerate(entries):
         e["on_front"] = i in front
     return front, _recommend(entries, front)
 
 
+def _baseline_report(run, rec):
+    """Per baseline, its best entry at no more flash than the recommendation."""
+    out = []
+    for s in run.baselines:
+        pts = [run.entries[i] for i in dict.fromkeys(s["indices"])]
+        if not pts:
+            out.append({"name": s["name"], "label": None, "note": "nothing of it fits the part"})
+            continue
+        within = [e for e in pts if e["flash_bytes"] <= rec["flash_bytes"]]
+        note = "best at no more flash than the recommendation"
+        if not within:
+            within = [min(pts, key=lambda e: e["flash_bytes"])]
+            note = "its smallest needs more flash than the recommendation"
+        b = max(within, key=lambda e: (e["accuracy_under_noise"], -e["flash_bytes"]))
+        out.append({"name": s["name"], "label": b["label"], "flash_bytes": b["flash_bytes"],
+                    "accuracy_under_noise": b["accuracy_under_noise"],
+                    "clean_accuracy": b["clean_accuracy"],
+                    "accuracy_source": b["accuracy_source"],
+                    "gain": rec["accuracy_under_noise"] - b["accuracy_under_noise"],
+                    "note": note, "tried": [e["label"] for e in pts]})
+    return out
+
+
 def _settings(run, memory_source):
     """What the report states about the search."""
     o, task, pruned = run.opts, run.task, run.pruned
-    own = ", ".join(s.site_text for s in kind_specs() if s.site_text)
     fault_dict = run.fault.to_dict() if hasattr(run.fault, "to_dict") else {"model": o.fault}
     return {
         "data": task.name, "split": task.how, "n_train": len(task.X_train),
         "n_test": len(task.X_test), "n_classes": task.n_classes, "n_features": task.n_features,
-        "profile": run.profile.name, "target": run.target, "eps": o.eps, "fault": fault_dict,
+        "profile": run.profile.name, "target": run.target,
+        "flash_limit": run.flash_limit, "profile_flash_bytes": run.profile.flash_bytes,
+        "profile_ram_bytes": run.profile.ram_bytes, "eps": o.eps, "fault": fault_dict,
         "fault_label": f"{o.fault} eps={o.eps:g}", "site": o.site,
-        "site_label": f"each kind's own site ({own})" if o.site == "default"
-        else f"the {o.site} site",
+        "site_label": _site_label(o.site),
         "max_flash": None if o.max_flash is None else int(o.max_flash),
         "min_accuracy": None if o.min_accuracy is None else float(o.min_accuracy),
         "memory_source": memory_source, "enforce_int_widths": bool(o.enforce_int_widths),
@@ -929,6 +1504,15 @@ def _settings(run, memory_source):
             ["ram_bytes"] if o.ram_objective else []),
         "confidence": o.confidence, "seed": o.random_state,
         "simulate": o.simulate, "sim_samples": int(o.sim_samples), "space": o.space.to_dict(),
+        "strategy": o.strategy, "grow": {"patience": int(o.patience),
+                                         "min_gain": float(o.min_gain),
+                                         "grow_width": int(o.grow_width),
+                                         "halving": bool(o.halving)},
+        "rounds": run.rounds, "stop_reason": run.stop_reason,
+        "work_seconds": run.work,
+        "halved": run.halved, "n_halved": len(run.halved),
+        "jobs": o.jobs, "scheduler": None if o.scheduler is None else (
+            o.scheduler if isinstance(o.scheduler, str) else "client"),
         "n_configurations": len(run.configs), "n_pruned_screening": sum(
             1 for p in pruned if p["stage"] == "screening"),
         "n_pruned_measured": sum(1 for p in pruned if p["stage"] == "measured"),
@@ -936,6 +1520,15 @@ def _settings(run, memory_source):
         "not_evaluated": run.not_evaluated, "budget_s": o.budget_s,
         "elapsed_s": run.elapsed(),
     }
+
+
+def _site_label(site):
+    if site == "compute":
+        what = ", ".join(s.compute_text for s in kind_specs() if s.compute_text)
+        return f"the compute site ({what})"
+    if site == "image":
+        return "the image site (stored bits of the model)"
+    return "the wire site (the input frames' bits)"
 
 
 # --------------------------------------------------------------------------
@@ -979,12 +1572,14 @@ def search(data, profile=None, eps=None, *, options=None, **kwargs):
 
     Examples
     --------
-    Naive Bayes on house votes, 16 wire bits flipping with probability 0.2:
-    every plan stores one repetition count per feature (same flash), so the
-    front is one point, the most accurate under noise:
+    Naive Bayes on house votes, 16 wire bits flipping with probability 0.2
+    (the grid of a small space, no baselines): every plan stores one
+    repetition count per feature (same flash), so the front is one point, the
+    most accurate under noise:
 
-    >>> r = search("house_votes", "cortex-m0", 0.2, space=SearchSpace(
-    ...     kinds=("protected_nb",), nb_rates=(0, 1, 2)), sim_samples=2000)
+    >>> r = search("house_votes", "cortex-m0", 0.2, site="wire", strategy="grid",
+    ...            baselines=False, space=SearchSpace(kinds=("protected_nb",),
+    ...                                               nb_rates=(0, 1, 2)), sim_samples=2000)
     >>> [(e["label"], round(e["predicted_accuracy"], 4)) for e in r.entries]
     ... # doctest: +NORMALIZE_WHITESPACE
     [('nb unprotected', 0.8643), ('nb uniform 32 bits', 0.8957), ('nb greedy 32 bits', 0.9042),
@@ -994,13 +1589,16 @@ def search(data, profile=None, eps=None, *, options=None, **kwargs):
     """
     run = _start(_options(profile, eps, options, kwargs))
     _load(run, data)
-    keep = _screen_all(run)
-    memory_source = _choose_memory_source(run, len(keep))
-    task = run.task
-    _note(run.progress, f"{len(run.configs)} configurations: {len(run.skipped)} not buildable at "
-          f"screening, {len(run.pruned)} pruned before training, {len(keep)} to train on "
-          f"{task.name} ({len(task.X_train)} train / {len(task.X_test)} test rows)")
-    _measure_all(run, keep)
+    from ._budget_parallel import evaluator_for
+    run.evaluator = evaluator_for(run.opts.jobs, run.opts.scheduler)
+    try:
+        memory_source = _grid(run) if run.opts.strategy == "grid" else _grow(run)
+        if run.opts.baselines:
+            _baselines(run)
+    finally:
+        run.evaluator.close()
     front, rec = _front(run)
-    return BudgetResult(run.entries, front, rec, run.pruned, run.skipped,
-                        _settings(run, memory_source), run.fitted)
+    result = BudgetResult(run.entries, front, rec, run.pruned, run.skipped,
+                          _settings(run, memory_source), run.fitted)
+    result.settings["baselines"] = _baseline_report(run, result.recommended)
+    return result

@@ -94,6 +94,9 @@ class KindSpec:
         Matplotlib marker of its points in budget plots.
     site_text : str
         Its own fault site in words (``"NB wire bits"``), for reports.
+    compute_text : str
+        What the ``compute`` site of a budget search corrupts for this kind
+        (its intermediate results, ``"ECOC learner outputs"``), for reports.
     space_options : tuple of SpaceOption
         Its fields of the budget search space.
     example_space : mapping or None
@@ -101,6 +104,9 @@ class KindSpec:
         searches in seconds (the kind-matrix tests); None: not searched.
     analytic_note : str or None
         One line on its closed form, attached to campaign results.
+    exact_closed_form : bool
+        False: :meth:`analytic` never gives an accuracy for bit faults (only
+        bounds), so ``budget`` simulates without asking it.
     example_variants : tuple of str
         The models :meth:`example_fit` makes (e.g. tree and linear learners).
     """
@@ -109,9 +115,11 @@ class KindSpec:
     name: ClassVar[str] = None
     marker: ClassVar[str] = "D"
     site_text: ClassVar[str] = ""
+    compute_text: ClassVar[str] = ""
     space_options: ClassVar[Sequence[SpaceOption]] = ()
     example_space: ClassVar[Optional[Mapping[str, Any]]] = None
     analytic_note: ClassVar[Optional[str]] = None
+    exact_closed_form: ClassVar[bool] = True
     example_variants: ClassVar[Sequence[str]] = ("default",)
 
     @property
@@ -159,6 +167,40 @@ class KindSpec:
         an :class:`export._budget_space.Fitted` (``screened``: what
         :meth:`screen` returned)."""
         raise NotImplementedError(f"kind {self.kind!r} has no budget fitting")
+
+    # ------------------------------------------------ budget: the growing search
+    def seeds(self, space, *, n_classes: int, n_features: int, binary: bool) -> list:
+        """The cheap corner the growing search starts from (configurations, cheapest
+        first). Default: every configuration of :meth:`configurations` (a kind
+        without :meth:`grow` is searched on its grid)."""
+        return self.configurations(space, n_classes=n_classes, n_features=n_features,
+                                   binary=binary)
+
+    def grow(self, config: Mapping, space, *, n_classes: int, n_features: int,
+             binary: bool) -> list:
+        """The configurations one growth step larger than ``config`` (more depth,
+        learners, trees, code length, alphabet, bits, repetitions: one step in
+        each direction the kind has). Default: none."""
+        return []
+
+    def family(self, config: Mapping) -> str:
+        """The lineage a configuration grows in: the growing search keeps one front
+        per family (and stops each on its own), so that a family behind at small
+        sizes still climbs. Default: the kind."""
+        return self.kind
+
+    def baselines(self, space, *, n_classes: int, n_features: int, binary: bool) -> list:
+        """The obvious choices a user would try first, as ``(name, ladder)`` pairs:
+        ``ladder`` a list of configurations by growing size; the search reports,
+        per name, the best one at no more flash than its recommendation.
+        Default: none."""
+        return []
+
+    def protected_variants(self, config: Mapping, space) -> list:
+        """The configurations ``config`` becomes with each protection the kind
+        offers (issue 27: protection as part of each configuration). Default:
+        ``[config]`` (no protection choice yet)."""
+        return [config]
 
     # ---------------------------------------------------------- analytics
     def analytic(self, device, X, fault, y=None, site=None) -> dict:

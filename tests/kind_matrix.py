@@ -235,7 +235,8 @@ class KindMatrix:
                 space += [opt.cli, ",".join(str(v) for v in spec.example_space[opt.name])]
         best = tmp_path / "best"
         assert main(["budget", str(path), "--profile", "cortex-m4", "--eps", "0.05", "--quiet",
-                     "--no-build", "--sim-samples", "2000", "--export", str(best)]
+                     "--no-build", "--sim-samples", "2000", "--strategy", "grid",
+                     "--no-baselines", "--export", str(best)]
                     + space + cli_options(options)) == 0
         capsys.readouterr()
         t = load_table(path, **options)

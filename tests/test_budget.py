@@ -13,8 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from export.budget import ENTRY_KEYS, SearchSpace, dominates, pareto_front, search
+from export.budget import ENTRY_KEYS, SearchSpace, dominates, pareto_front
+from export.budget import search as _search
 from export.cli import main
+
+
+def search(*args, **kw):
+    """The grid of a small space, without baselines (the growing search and the
+    baselines are tested in tests/test_budget_grow.py)."""
+    kw.setdefault("strategy", "grid")
+    kw.setdefault("baselines", False)
+    return _search(*args, **kw)
 
 HV_SPACE = SearchSpace(kinds=("protected_nb", "ecoc"), nb_rates=(0, 1, 2),
                        designs=("one_vs_all", "bch"), learners=("linear", "tree"),
@@ -269,8 +278,11 @@ def test_cli_smoke(tmp_path, capsys):
     assert any("configurations:" in ln for ln in lines)
     assert sum("ETA" in ln for ln in lines) >= 2, cap.err
     d = json.loads(out.read_text())
-    assert d["pareto"][d["recommended"]]["config"]["kind"] in ("protected_nb", "ecoc")
-    assert d["search"]["memory_source"] == "profile"
+    # the growing search of nb and ecoc, and the baselines (a plain forest among them)
+    assert d["pareto"][d["recommended"]]["config"]["kind"] in ("protected_nb", "ecoc", "forest")
+    assert d["search"]["memory_source"] == "profile" and d["search"]["strategy"] == "grow"
+    assert {b["name"] for b in d["search"]["baselines"]} == {"plain forest"}
+    assert d["search"]["site"] == "compute"
 
 
 # --------------------------------------------------------------------------

@@ -42,6 +42,17 @@ def _nonneg_number(text):
     return v
 
 
+def _jobs(text):
+    import argparse
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be -1 or an integer >= 1; got {text!r}") from None
+    if v == 0 or v < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 or an integer >= 1; got {text!r}")
+    return v
+
+
 def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=None,
                export_dir=None, progress=True, **options):
     """Run :func:`export.budget.search`, print the front, write the outputs.
@@ -74,7 +85,7 @@ def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=Non
             b = info["build"]
             built = f"; built for {b['target']}: flash {b['flash_bytes']} B, RAM {b['ram_bytes']} B"
         print(f"wrote the recommended model to {export_dir}: model.edgc, model.onnx, firmware/, "
-              f"recommended.json{built}", file=out)
+              f"recommended.json, report.md{built}", file=out)
     return result
 
 
@@ -112,17 +123,32 @@ def register(sub):
     add_data_options(p)
     p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4 or "
                    "a .json/.toml profile file")
-    own = ", ".join(s.site_text for s in specs if s.site_text)
+    own = ", ".join(s.compute_text for s in specs if s.compute_text)
     p.add_argument("--eps", required=True, help="fault rate in [0, 0.5): the per-bit flip "
-                   f"probability at each kind's own site ({own})")
+                   "probability at the --site, the same for every kind")
     p.add_argument("--fault", default="bsc", choices=FAULTS,
                    help="fault model: bsc (independent flips), burst (Gilbert-Elliott, mean "
                    "flip rate eps), stuck (lines stuck at random values, eps wrong bits), seu "
                    "(stored image bits upset with probability eps)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", dest="fault_sets",
                    help="another fault parameter (repeatable), e.g. --set mean_burst=8")
-    p.add_argument("--site", default="default", choices=["default", "wire", "intermediate"],
-                   help="where bit faults act: each kind's own site, or the same for all")
+    p.add_argument("--site", default=None, choices=["compute", "wire", "image"],
+                   help="where the fault acts, the same for every kind: compute (default; "
+                   f"the results the device computes and combines: {own}), wire (the input "
+                   "frames' bits), image (the stored model bits; the default with --fault seu)")
+    p.add_argument("--strategy", default="grow", choices=["grow", "grid"],
+                   help="grow (default): start from each kind's cheapest configurations and "
+                   "grow the front until it stops improving or the next step no longer fits "
+                   "the part; grid: every configuration of the lists below")
+    p.add_argument("--no-baselines", dest="baselines", action="store_false",
+                   help="skip the baselines (one-vs-all, scikit-learn's random code, a plain "
+                   "forest, up to the recommendation's flash)")
+    p.add_argument("--jobs", type=_jobs, default=1, help="worker processes that train and "
+                   "measure configurations (-1: every CPU; the result does not depend on it)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run the configurations on the Dask cluster at this scheduler address "
+                   "(tcp://host:8786; needs the 'distributed' extra): the same result as one "
+                   "process")
     p.add_argument("--max-flash", type=positive_int, default=None,
                    help="flash limit in bytes (besides the profile's)")
     p.add_argument("--min-accuracy", type=float, default=None,
@@ -221,7 +247,8 @@ def _cmd_budget(args):
                plot_path=args.plot_path, export_dir=args.export_dir, progress=not args.quiet,
                fault=args.fault, fault_params=fault_params, site=args.site,
                max_flash=args.max_flash, min_accuracy=args.min_accuracy, space=space,
-               budget_s=args.budget_s, build=args.build,
+               budget_s=args.budget_s, build=args.build, strategy=args.strategy,
+               baselines=args.baselines, jobs=args.jobs, scheduler=args.scheduler,
                simulate="all" if args.simulate_all else "front",
                sim_samples=args.sim_samples, random_state=args.seed, test_size=args.test_size,
                max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,

@@ -34,7 +34,8 @@ from export.registry import KindSpec, SpaceOption, register_kind_spec
 
 __all__ = ["ECOCSpec", "code_lengths", "learner", "hamming_guarantee", "hamming_decoding_exact",
            "analytic_ecoc", "ecoc_flip_radius", "ecoc_exact_tables", "LEARNERS",
-           "DEFAULT_DESIGNS", "EXACT_MAX_WORDS"]
+           "DEFAULT_DESIGNS", "EXACT_MAX_WORDS", "sklearn_random_code", "extend_code",
+           "tree_cache_clear", "SKLEARN_RANDOM"]
 
 #: ECOC learner kinds of the budget search.
 LEARNERS = ("linear", "tree")
@@ -48,9 +49,23 @@ NARY_DESIGNS = ("nary", "nary_random")
 EXACT_MAX_WORDS = 2 ** 20
 
 
+#: scikit-learn's random code (``OutputCodeClassifier``'s ``code_book_``: i.i.d.
+#: uniform binary entries); a baseline of the search, not in the default designs.
+SKLEARN_RANDOM = "sklearn_random"
+#: Designs whose grown (longer) codes keep the shorter code as their first
+#: columns (random columns appended), so trained learners are reused.
+EXTENDABLE = ("dense_random", "nary_random", "nary", "annealed", "sparse_random")
+#: Tree depths the growing search steps through.
+DEPTH_LADDER = (2, 3, 4, 6, 8, 10, 12, 14, 16, 18, 20)
+#: Alphabets the growing search steps through (``nary`` designs; primes).
+ALPHABET_LADDER = (2, 3, 5, 7)
+#: Longest code the growing search tries.
+MAX_GROWN_COLUMNS = 96
+
+
 def _designs():
     from edgecode.ecoc.codes import DESIGNS
-    return tuple(DESIGNS)
+    return tuple(DESIGNS) + (SKLEARN_RANDOM,)
 
 
 def _primes(value):
@@ -79,6 +94,7 @@ class ECOCSpec(KindSpec):
     kind = "ecoc"
     marker = "o"
     site_text = "ECOC learner outputs"
+    compute_text = "ECOC learner outputs"
     space_options = (
         SpaceOption("designs", DEFAULT_DESIGNS, one_of("designs", _designs), cli="--designs",
                     help="ECOC designs (comma list; the designs of 'edgecode codes')"),
@@ -124,10 +140,70 @@ class ECOCSpec(KindSpec):
                         out.append(cfg)
         return out
 
+    def seeds(self, space, *, n_classes, n_features, binary):
+        """The cheapest configuration of each design and alphabet: its shortest code,
+        a linear learner and the shallowest tree."""
+        out, seen = [], set()
+        for cfg in self.configurations(space, n_classes=n_classes, n_features=n_features,
+                                       binary=binary):
+            key = (cfg["design"], cfg["N"], cfg["learner"])
+            depth = cfg.get("max_depth")
+            if cfg["learner"] == "tree" and depth != min(space.tree_depths):
+                continue
+            if key in seen:
+                continue
+            seen.add(key)
+            if cfg["design"] in EXTENDABLE:
+                cfg["base_columns"] = cfg["n_columns"]
+            out.append(cfg)
+        return out
+
+    def grow(self, config, space, *, n_classes, n_features, binary):
+        """One step each: a deeper tree (:data:`DEPTH_LADDER`), a longer code (about
+        1.3 times, the next BCH length; extendable designs keep the shorter code
+        as their first columns), the next alphabet of an N-ary design (same length)."""
+        out = []
+        c = int(n_classes)
+        if config["learner"] == "tree":
+            d = int(config["max_depth"])
+            nxt = [x for x in DEPTH_LADDER if x > d]
+            if nxt:
+                out.append({**config, "max_depth": nxt[0]})
+        design, L, N = config["design"], int(config["n_columns"]), int(config["N"])
+        if design == "bch":
+            from edgecode.ecoc.bch import bch_lengths
+            longer = [x for x in bch_lengths() if x > L and x <= MAX_GROWN_COLUMNS]
+            if longer:
+                out.append({**config, "n_columns": int(longer[0])})
+        elif design not in ("one_vs_all", "one_vs_one", "exhaustive", SKLEARN_RANDOM) and c > 2:
+            L2 = min(MAX_GROWN_COLUMNS, max(L + 2, math.ceil(1.3 * L)))
+            if L2 > L:
+                out.append({**config, "n_columns": int(L2)})
+        if design in NARY_DESIGNS:
+            bigger = [n for n in ALPHABET_LADDER if n > N]
+            if bigger and c > 2:
+                out.append({**config, "N": bigger[0]})
+        return out
+
+    def baselines(self, space, *, n_classes, n_features, binary):
+        """One-vs-all and scikit-learn's random code (``code_size`` 1.5), each with
+        trees of growing depth (the flash they take grows with the depth)."""
+        c = int(n_classes)
+        if c <= 2:
+            return []
+        ladder = [d for d in DEPTH_LADDER if d >= 2]
+        ova = [{"kind": self.kind, "design": "one_vs_all", "N": 2, "n_columns": c,
+                "learner": "tree", "max_depth": d} for d in ladder]
+        skl = [{"kind": self.kind, "design": SKLEARN_RANDOM, "N": 2,
+                "n_columns": int(1.5 * c), "learner": "tree", "max_depth": d} for d in ladder]
+        return [("one-vs-all", ova), ("sklearn random code", skl)]
+
     def label(self, config):
         lrn = f"tree(d={config['max_depth']})" if config["learner"] == "tree" else "linear"
         n = f" N={config['N']}" if config["design"] in NARY_DESIGNS else ""
-        return f"ecoc {config['design']}{n} L={config['n_columns']} {lrn}"
+        L, L0 = int(config["n_columns"]), int(config.get("base_columns", config["n_columns"]))
+        ext = f"({L0}+{L - L0})" if L0 < L else ""
+        return f"ecoc {config['design']}{n} L={L}{ext} {lrn}"
 
     def screen(self, config, task, random_state):
         from firmware_sim import make_ecoc_arrays, write_container
@@ -207,18 +283,127 @@ def learner(config, random_state):
     if config["learner"] == "linear":
         from sklearn.linear_model import RidgeClassifier
         return RidgeClassifier(alpha=1.0)
+    return _reused()(max_depth=int(config["max_depth"]), random_state=random_state)
+
+
+def _reused():
+    cls = globals().get("ReusedTree")
+    if cls is None:
+        globals()["ReusedTree"] = cls = _reused_tree_class()
+    return cls
+
+
+def _reused_tree_class():
     from sklearn.tree import DecisionTreeClassifier
-    return DecisionTreeClassifier(max_depth=int(config["max_depth"]), random_state=random_state)
+
+    class ReusedTree(DecisionTreeClassifier):
+        """A CART tree whose fit is looked up first: the same rows, labels and
+        parameters give the tree trained before in this process (a deterministic
+        fit, so the same tree), which is how a longer code of the growing search
+        reuses the learners of the shorter one."""
+
+        def fit(self, X, y, sample_weight=None, check_input=True):
+            import hashlib
+
+            if sample_weight is not None:
+                return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)
+            Xa, ya = np.ascontiguousarray(X), np.ascontiguousarray(y)
+            h = hashlib.blake2b(digest_size=16)
+            for a in (Xa, ya):
+                h.update(str((a.dtype, a.shape)).encode())
+                h.update(a.tobytes())
+            key = (h.hexdigest(), repr(sorted(self.get_params().items())))
+            hit = _TREE_CACHE.get(key)
+            if hit is not None:
+                self.__dict__.update(hit.__dict__)
+                return self
+            super().fit(X, y, check_input=check_input)
+            _TREE_CACHE[key] = self
+            while len(_TREE_CACHE) > TREE_CACHE_SIZE:
+                _TREE_CACHE.pop(next(iter(_TREE_CACHE)))
+            return self
+
+    ReusedTree.__module__ = __name__
+    ReusedTree.__qualname__ = "ReusedTree"
+    return ReusedTree
+
+
+#: Trees :class:`ReusedTree` keeps per process (the oldest are dropped first).
+TREE_CACHE_SIZE = 512
+_TREE_CACHE = {}
+
+
+def tree_cache_clear():
+    """Forget the trees trained so far (a new search starts afresh)."""
+    _TREE_CACHE.clear()
 
 
 def _code(config, n_classes, random_state):
+    """The coding matrix of a configuration: its design's code, scikit-learn's
+    random code, or (``base_columns``) the design's code of that length with
+    seeded random columns appended up to ``n_columns`` (:func:`extend_code`)."""
     import warnings
 
     from edgecode.ecoc import make_code
+    L = int(config["n_columns"])
+    if config["design"] == SKLEARN_RANDOM:
+        return sklearn_random_code(n_classes, L, random_state)
+    L0 = int(config.get("base_columns", L))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.asarray(make_code(config["design"], n_classes, config["n_columns"],
-                                    N=config["N"], random_state=random_state), dtype=np.int16)
+        base = np.asarray(make_code(config["design"], n_classes, min(L0, L), N=config["N"],
+                                    random_state=random_state), dtype=np.int16)
+    if L <= base.shape[1]:
+        return base
+    return extend_code(base, L, int(config["N"]), random_state)
+
+
+def sklearn_random_code(n_classes, n_columns, random_state):
+    """scikit-learn's random code: ``OutputCodeClassifier(code_size=n_columns /
+    n_classes, random_state=random_state).code_book_`` for a learner with
+    ``predict_proba`` (entries 0/1, i.i.d. uniform draws above one half are 1).
+
+    Examples
+    --------
+    >>> sklearn_random_code(4, 6, 0).tolist()[0]
+    [1, 1, 1, 1, 0, 1]
+    """
+    rs = np.random.RandomState(random_state)
+    return (rs.uniform(size=(int(n_classes), int(n_columns))) > 0.5).astype(np.int16)
+
+
+def extend_code(code, n_columns, N, random_state):
+    """``code`` with seeded random columns appended up to ``n_columns``.
+
+    Column ``j`` is drawn from its own seed ``(random_state, j)`` (uniform
+    symbols of the alphabet, at least two distinct, not equal to an earlier
+    column), so the extension of a code to ``L`` columns is the first ``L``
+    columns of its extension to any longer length: the learners of the shorter
+    code are the first learners of the longer one.
+
+    Examples
+    --------
+    >>> base = np.array([[0, 1], [1, 0], [1, 1]])
+    >>> long = extend_code(base, 6, 2, 0)
+    >>> long.shape, bool((extend_code(base, 4, 2, 0) == long[:, :4]).all())
+    ((3, 6), True)
+    """
+    code = np.asarray(code, np.int16)
+    c = code.shape[0]
+    cols = [code[:, j] for j in range(code.shape[1])]
+    seen = {col.tobytes() for col in cols}
+    seed = int(random_state if random_state is not None else 0)
+    j = code.shape[1]
+    while len(cols) < int(n_columns):
+        rng = np.random.default_rng([seed, 28, j])
+        for _ in range(64):
+            col = rng.integers(0, N, size=c).astype(np.int16)
+            if len(np.unique(col)) >= 2 and col.tobytes() not in seen:
+                break
+        seen.add(col.tobytes())
+        cols.append(col)
+        j += 1
+    return np.stack(cols, axis=1).astype(np.int16)
 
 
 def _stumps(col_classes, n_cls):
@@ -566,5 +751,11 @@ def analytic_ecoc(device, X, fault, y=None, tables=None, max_words=None,
                       "rule, q-ary symmetric channel applied per learner "
                       "(edgecode.ecoc.decoding_probabilities)")
     return out
+
+def __getattr__(name):
+    if name == "ReusedTree":
+        return _reused()
+    raise AttributeError(name)
+
 
 register_kind_spec(ECOCSpec)

@@ -40,6 +40,10 @@ ESTIMATORS = ("rf", "extra")
 LEAF_FORMS = ("class", "proba")
 #: Decision levels the format stores (``firmware_sim.kinds.forest.MAX_DEPTH``).
 _MAX_DEPTH = 64
+#: Trees per forest the growing search steps through.
+TREE_LADDER = (2, 3, 5, 8, 12, 16, 20, 24, 30, 36, 45, 54, 64, 80, 96, 128)
+#: Depth limits the growing search steps through.
+DEPTH_LADDER = (2, 3, 4, 6, 8, 10, 12, 14, 16, 20, 24, 32)
 
 
 def _depths(value):
@@ -63,6 +67,8 @@ class ForestSpec(KindSpec):
     kind = "forest"
     marker = "P"
     site_text = "forest tree outputs"
+    exact_closed_form = False
+    compute_text = "forest tree outputs"
     space_options = (
         SpaceOption("forest_estimators", ("rf",), one_of("forest_estimators", ESTIMATORS),
                     cli="--forest-estimators",
@@ -98,6 +104,40 @@ class ForestSpec(KindSpec):
                             cfg["leaf_bits"] = int(space.forest_leaf_bits)
                         out.append(cfg)
         return out
+
+    def seeds(self, space, *, n_classes, n_features, binary):
+        """The fewest trees of the shallowest depth, per estimator and leaf form."""
+        T, d = min(space.forest_trees), min(space.forest_depths)
+        return [cfg for cfg in self.configurations(space, n_classes=n_classes,
+                                                   n_features=n_features, binary=binary)
+                if cfg["n_trees"] == T and cfg["max_depth"] == d]
+
+    def grow(self, config, space, *, n_classes, n_features, binary):
+        """One step each: more trees (about 1.5 times, then 1.25 times:
+        :data:`TREE_LADDER`), deeper
+        trees (:data:`DEPTH_LADDER`)."""
+        out = []
+        T, d = int(config["n_trees"]), int(config["max_depth"])
+        more = [t for t in TREE_LADDER if t > T]
+        if more:
+            out.append({**config, "n_trees": more[0]})
+        deeper = [x for x in DEPTH_LADDER if x > d]
+        if deeper:
+            out.append({**config, "max_depth": deeper[0]})
+        return out
+
+    def family(self, config):
+        """Estimator and leaf form: class leaves (no table) and probability leaves grow
+        on their own fronts (class leaves take far less flash per tree)."""
+        return f"forest {config['estimator']} {config['leaf']}"
+
+    def baselines(self, space, *, n_classes, n_features, binary):
+        """A plain random forest: scikit-learn's defaults (unlimited depth, here the
+        format's 64 levels; soft vote, 8-bit probability leaves), growing numbers of
+        trees."""
+        ladder = [{"kind": self.kind, "estimator": "rf", "n_trees": t, "max_depth": _MAX_DEPTH,
+                   "leaf": "proba", "leaf_bits": 8} for t in (1,) + TREE_LADDER]
+        return [("plain forest", ladder)]
 
     def label(self, config):
         leaf = config["leaf"] + (str(config["leaf_bits"]) if config["leaf"] == "proba" else "")

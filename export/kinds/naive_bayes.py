@@ -54,6 +54,7 @@ class NaiveBayesSpec(KindSpec):
     name = "nb"
     marker = "s"
     site_text = "NB wire bits"
+    compute_text = "NB decoded feature bits"
     space_options = (
         SpaceOption("nb_plans", ("uniform", "greedy"), one_of("nb_plans", ("uniform", "greedy"))),
         SpaceOption("nb_rates", (0, 1, 2, 3), ints_at_least("nb_rates", 0), cli="--nb-rates",
@@ -89,6 +90,21 @@ class NaiveBayesSpec(KindSpec):
                 out.append({"kind": self.kind, "plan": plan,
                             "budget_bits": int(2 * n_features * R)})
         return out
+
+    def seeds(self, space, *, n_classes, n_features, binary):
+        """Unprotected, and each plan at the smallest redundancy rate."""
+        cfgs = self.configurations(space, n_classes=n_classes, n_features=n_features,
+                                   binary=binary)
+        if not cfgs:
+            return []
+        low = min((c["budget_bits"] for c in cfgs if c["budget_bits"]), default=None)
+        return [c for c in cfgs if c["budget_bits"] in (0, low)]
+
+    def grow(self, config, space, *, n_classes, n_features, binary):
+        """One more repetition rate (``2 n`` bits more) of the same plan."""
+        if config["plan"] == "none":
+            return []
+        return [{**config, "budget_bits": int(config["budget_bits"]) + 2 * int(n_features)}]
 
     def label(self, config):
         return "nb unprotected" if config["plan"] == "none" else \
@@ -182,7 +198,7 @@ def _greedy_shape(d, budget_bits):
 DEVICE_SCP_EXACT_MAX = 24
 
 
-def device_scp(device, X, eps):
+def device_scp(device, X, eps, decoded=False):
     """Per point, the same-classification probability of a protected NB device
     whose wire bits flip independently with probability ``eps``.
 
@@ -197,6 +213,9 @@ def device_scp(device, X, eps):
     X : array-like of 0/1, shape (t, n)
     eps : float or array-like of shape (n,)
         Per-bit flip probability, one or one per feature, in [0, 1/2).
+    decoded : bool
+        The flips hit the decoded feature bits (the ``intermediate`` site),
+        after the repetitions: each feature is wrong with ``eps`` itself.
 
     Returns
     -------
@@ -224,8 +243,9 @@ def device_scp(device, X, eps):
     scale = 2.0 ** device.scale_shift
     margin = device.decision(X).astype(np.float64) / scale
     deltas = (1.0 - 2.0 * np.asarray(X, np.float64)) * device.weights.astype(np.float64) / scale
+    reps = device.repetitions.astype(np.int64)
     eff = repetition_error(np.broadcast_to(eps, (device.n_features,)),
-                           device.repetitions.astype(np.int64))
+                           np.zeros_like(reps) if decoded else reps)
     if device.n_features <= DEVICE_SCP_EXACT_MAX:
         scp = scp_exact(margin, deltas, eff)
         return scp, scp, scp, "exact"
@@ -266,9 +286,10 @@ def analytic_protected_nb(device, X, fault, y=None, site="wire"):
     if not isinstance(device, ProtectedNBDevice):
         return {"available": False, "reason": f"no analytic model for {type(device).__name__}"}
     X = device._check_X(X)
-    if site != "wire" and fault.target == "bits":
+    decoded = site == "intermediate" and fault.target == "bits"
+    if site not in ("wire", "intermediate") and fault.target == "bits":
         return {"available": False, "reason": "the closed form covers channel bits on the wire "
-                "(site 'wire')"}
+                "and on the decoded feature bits (sites 'wire', 'intermediate')"}
     e = independent_eps(fault)
     if e is None:
         out = {"available": False}
@@ -286,14 +307,14 @@ def analytic_protected_nb(device, X, fault, y=None, site="wire"):
                              "noise with one rate for every bit)")
         rate = mean_flip_rate(fault)
         if rate is not None and rate < 0.5:
-            scp = device_scp(device, X, rate)[0]
+            scp = device_scp(device, X, rate, decoded)[0]
             out["bsc_same_rate_at_mean_flip_rate"] = float(scp.mean())
             out["mean_flip_rate"] = rate
         return out
     if not e < 0.5:
         return {"available": False, "reason": f"per-bit error {e} >= 1/2 (planner range is "
                                               "[0, 1/2))"}
-    scp, _, _, method = device_scp(device, X, e)
+    scp, _, _, method = device_scp(device, X, e, decoded)
     acc = None
     if y is not None:
         y = np.asarray(y).astype(np.int64).reshape(-1)

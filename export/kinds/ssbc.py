@@ -34,6 +34,7 @@ class SSBCSpec(KindSpec):
     kind = "ssbc"
     marker = "^"
     site_text = "SSBC code bits"
+    compute_text = "SSBC code bits"
     space_options = (
         SpaceOption("ssbc_bits", (16, 32, 64), ints_at_least("ssbc_bits", 1), cli="--ssbc-bits",
                     item=int, help="SSBC code lengths (comma list)"),
@@ -50,6 +51,23 @@ class SSBCSpec(KindSpec):
                  "sketch_size": max(int(k) + 1, min(2 * int(k), m)),
                  "table_rows": int(space.ssbc_table_rows), "knn_k": int(space.knn_k)}
                 for k in space.ssbc_bits]
+
+    def seeds(self, space, *, n_classes, n_features, binary):
+        """The shortest code."""
+        return self.configurations(space, n_classes=n_classes, n_features=n_features,
+                                   binary=binary)[:1]
+
+    def grow(self, config, space, *, n_classes, n_features, binary):
+        """One step each: twice the code bits (at most the anchors), twice the
+        table rows."""
+        out = []
+        k, m = int(config["n_bits"]), int(config["n_anchors"])
+        if 2 * k <= m:
+            out.append({**config, "n_bits": 2 * k, "sketch_size": max(2 * k + 1,
+                                                                       min(4 * k, m))})
+        if int(config["table_rows"]) < 8192:
+            out.append({**config, "table_rows": 2 * int(config["table_rows"])})
+        return out
 
     def label(self, config):
         return (f"ssbc {config['n_bits']} bits m={config['n_anchors']} "
