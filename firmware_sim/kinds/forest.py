@@ -403,6 +403,120 @@ class ForestDevice(Device):
         return {"EC_FOREST_FEATURE_BYTES": a["node_feature"].dtype.itemsize,
                 "EC_FOREST_REF_BYTES": a["node_left"].dtype.itemsize}
 
+    def c_inline(self, stamp):
+        """The forest as C code (``edgecode firmware --trees inline``;
+        :mod:`firmware_sim.c_inline`): one function per tree (nested ``if
+        (q[f] <= t)``, leaf ids returned as constants, the narrowest fast type
+        that holds them), called through a table in ROM; the votes in the
+        narrowest type that holds the largest sum (``uint8_t`` for up to 255
+        trees with class leaves), the probability table (if any) as a constant
+        array, the quantizer's constants for ``ec_quantize``. ``ec_infer``
+        writes the same decision integers as the table form (every tree's
+        leaf id, then the votes) and the first class with the most votes."""
+        from ..c_inline import api_source, fast_uint, least_uint, tree_function
+
+        T, C, L, d = self.n_trees, self.n_classes, self.n_leaves, self.n_features
+        leaf_t = fast_uint(max(L - 1, 0))
+        idx_t = fast_uint(max(T, C))
+        if self.leaf == "class":
+            vote_t = least_uint(T)
+        else:
+            vote_t = least_uint(T * int(self._values.max(initial=0)))
+        a = self.container.arrays
+        parts = [f"#define EC_INLINE_TREES {T}u\n#define EC_INLINE_CLASSES {C}u\n",
+                 f"typedef {leaf_t} ec_inline_leaf;\n",
+                 "/* the input quantizer (device.encode): float64 centers as bit patterns "
+                 "and exponents */",
+                 f"static const EC_ROM uint64_t ec_inline_center[{d}] = {{"]
+        parts.append(",\n".join("    " + ", ".join(f"UINT64_C(0x{int(v):016x})" for v in row)
+                                for row in np.array_split(
+                                    a["in_center"].view(np.uint64),
+                                    max(1, (d + 3) // 4))) + "\n};")
+        parts.append(f"static const EC_ROM int8_t ec_inline_shift[{d}] = {{")
+        parts.append(",\n".join("    " + ", ".join(str(int(v)) for v in row)
+                                for row in np.array_split(a["in_shift"], max(1, (d + 11) // 12)))
+                     + "\n};\n")
+        if self.leaf == "proba":
+            lv = a["leaf_value"]
+            lt = "uint8_t" if lv.dtype.itemsize == 1 else "uint16_t"
+            parts.append(f"/* the shared leaf table: quantized probabilities, one row per "
+                         f"distinct leaf */\nstatic const EC_ROM {lt} ec_inline_leaf_value"
+                         f"[{L}][{C}] = {{")
+            parts.append(",\n".join("    {" + ", ".join(str(int(v)) for v in row) + "}"
+                                    for row in lv) + "\n};\n")
+        parts.append("/* the trees: go left iff q[feature] <= threshold; each returns the "
+                     "leaf id it reaches */")
+        for k in range(T):
+            parts.append(tree_function(f"ec_tree_{k}", self._feature, self._threshold,
+                                       self._left, self._right, int(self._root[k]), L,
+                                       "ec_inline_leaf"))
+        if self.leaf == "class":
+            vote = "        votes[leaf]++;\n"
+        else:
+            vote = ("        for (c = 0u; c < EC_INLINE_CLASSES; c++)\n"
+                    "            votes[c] += ec_inline_leaf_value[leaf][c];\n")
+        parts.append("typedef ec_inline_leaf ec_inline_tree(const int16_t *q);\n"
+                     f"static ec_inline_tree *const EC_ROM ec_inline_trees[{T}] = {{\n"
+                     + ",\n".join(f"    ec_tree_{k}" for k in range(T)) + "\n};\n")
+        # decision NULL: the label only (no T + C int64 to write: on AVR a fifth of
+        # the inference); two loops, so that neither tests it per tree
+        vote_leaf = vote.replace("leaf", "ec_inline_trees[k](frame)") \
+            if self.leaf == "class" else None
+        label_only = ("        for (k = 0u; k < EC_INLINE_TREES; k++)\n"
+                      "    " + vote_leaf) if vote_leaf else \
+            ("        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
+             "            const ec_inline_leaf leaf = ec_inline_trees[k](frame);\n"
+             "    " + vote.replace("\n        ", "\n            ") + "        }\n")
+        infer = (f"    {vote_t} votes[EC_INLINE_CLASSES];\n"
+                 f"    {idx_t} k, c, best = 0u;\n"
+                 "    for (c = 0u; c < EC_INLINE_CLASSES; c++)\n"
+                 "        votes[c] = 0u;\n"
+                 "    if (decision == NULL) {\n" + label_only +
+                 "        for (c = 1u; c < EC_INLINE_CLASSES; c++)\n"
+                 "            if (votes[c] > votes[best])\n"
+                 "                best = c;\n"
+                 "        *label = (int32_t)best;\n"
+                 "        return EC_OK;\n"
+                 "    }\n"
+                 "    {\n"
+                 "        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
+                 "            const ec_inline_leaf leaf = ec_inline_trees[k](frame);\n"
+                 "            decision[k] = (int64_t)leaf;\n"
+                 "    " + vote.replace("\n        ", "\n            ") +
+                 "        }\n"
+                 "    }\n"
+                 "    for (c = 0u; c < EC_INLINE_CLASSES; c++) {\n"
+                 "        decision[EC_INLINE_TREES + c] = (int64_t)votes[c];\n"
+                 "        if (votes[c] > votes[best])\n"
+                 "            best = c;\n"
+                 "    }\n"
+                 "    *label = (int32_t)best;\n"
+                 "    return EC_OK;\n")
+        quantize = (f"    uint32_t f;\n"
+                    "    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};\n"
+                    f"    for (f = 0u; f < {d}u; f++)\n"
+                    "        if (!ec_q_input(x, type, f, &v))\n"
+                    "            return EC_ERR_INPUT;\n"
+                    f"    for (f = 0u; f < {d}u; f++) {{\n"
+                    "        (void)ec_q_input(x, type, f, &v);\n"
+                    "        (void)ec_q_from_binary64(ec_inline_center[f], &c);\n"
+                    "        c.neg = !c.neg; /* x + (-center), rounded as IEEE double */\n"
+                    "        v = ec_q_add53(v, c);\n"
+                    "        v.exp += ec_inline_shift[f]; /* * 2^in_shift */\n"
+                    "        frame[f] = ec_q_rint_clip(v);\n"
+                    "    }\n"
+                    "    return EC_OK;\n")
+        header = ("/*\n * ec_inline.c - a tree forest as code (generated by `edgecode firmware "
+                  "--trees inline`;\n * firmware_sim/kinds/forest.py, ForestDevice.c_inline): "
+                  f"{T} trees, {self.n_nodes} decision\n * nodes, {L} leaves ({self.leaf}), "
+                  f"{C} classes, {d} features. The C API of edgecode_rt.h for\n * this model "
+                  "alone, bit for bit as firmware_sim's device.infer; ec_model_open\n"
+                  " * accepts this model's 8-byte stamp (model_image.c) only.\n */")
+        return api_source(kind_code=self.kind_code, header=header, stamp_bytes=stamp,
+                          n_features=d, frame_width=d, decision_len=T + C,
+                          workspace_bytes=0, body="\n".join(parts), infer=infer,
+                          class_names=self.container.class_names, quantize=quantize)
+
     def workspace_bytes(self):
         """Upper bound of the C ``ec_workspace_bytes`` (the runtime needs none:
         leaves and votes go straight into the decision buffer)."""
