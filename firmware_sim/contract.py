@@ -206,9 +206,11 @@ class BaseDevice:
         has none."""
         return {}
 
-    def c_inline(self, stamp: bytes) -> Optional[str]:
+    def c_inline(self, stamp: bytes, form: str = "code") -> Optional[str]:
         """The C file of a firmware in which this model is code rather than an
-        image (``edgecode firmware --trees inline``; :mod:`firmware_sim.c_inline`):
+        image (``edgecode firmware --trees inline``, ``form="code"``, or
+        ``--trees arrays``, ``form="arrays"``: the model's arrays compiled in;
+        :mod:`firmware_sim.c_inline`):
         the whole API of ``edgecode_rt.h`` for this model alone, whose
         ``ec_model_open`` accepts the 8-byte ``stamp`` only
         (:func:`firmware_sim.c_inline.stamp`), with the labels and decision

@@ -118,7 +118,7 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
             print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
                   f"inference): flash {b.flash_bytes} B (text + rodata + data, "
                   + (f"image {device.container.nbytes} B included" if trees == "table" else
-                     "trees as code: no image, an 8-byte stamp")
+                     f"trees {trees}: no image, an 8-byte stamp")
                   + f"), RAM {b.ram_bytes} B (data + bss "
                   f"{b.ram_bytes - b.stack_bytes} B, {stack}){est}", file=out)
             big = oversize(limits, b.flash_bytes, b.ram_bytes)
@@ -284,10 +284,12 @@ def register(sub):
                    help="keep a build whose flash or RAM exceeds the part (a warning instead "
                    "of an error)")
     # issue 26 item 2: the tree forms
-    f.add_argument("--trees", default="table", choices=("table", "inline"),
+    f.add_argument("--trees", default="table", choices=("table", "inline", "arrays"),
                    help="tree models: table (default: the image, verified at open and walked "
-                   "by the runtime) or inline (the trees as generated C code, the fastest and "
-                   "smallest form; no image to verify: an 8-byte stamp names the model)")
+                   "by the runtime), inline (the trees as generated C code, the fastest form) "
+                   "or arrays (the node arrays compiled in and walked by one loop, the "
+                   "smallest form); inline and arrays have no image to verify: an 8-byte "
+                   "stamp names the model")
     f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(
         a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
         split=a.split, max_points=a.max_points, random_frames=a.random_frames,

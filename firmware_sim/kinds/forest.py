@@ -46,7 +46,7 @@ from .. import accounting
 from .._validation import check_finite, check_meta, check_scalar, fail
 from ..artifact import Container, read_container
 from ..device import Device, Inference, register_kind
-from ..errors import ContainerError, FrameError
+from ..errors import ContainerError, DeviceError, FrameError
 from .ecoc import quantize_inputs
 from ._kernels.forest import (LAYOUT_DEPTH, LAYOUT_FEATURE, LAYOUT_LEFT, LAYOUT_RANGE,
                               LAYOUT_RIGHT, LAYOUT_ROOT, LAYOUT_UNUSED, _forest_layout,
@@ -255,6 +255,50 @@ def check_forest(container):
             "leaf": leaf, "depth": depth}
 
 
+def _c_node_arrays(arrays, n_leaves):
+    """C text of the forest's node arrays as constants (their image dtypes) and of
+    ``ec_walk(q, r)``: the leaf id reached from root reference ``r`` (the walk of
+    ``ec_forest.c`` without its checks: the generator validated the model)."""
+    from ..c_inline import fast_uint
+
+    def const(name, a):
+        ctype = f"{'u' if a.dtype.kind == 'u' else ''}int{8 * a.dtype.itemsize}_t"
+        rows = [a[i:i + 16] for i in range(0, a.shape[0], 16)]
+        body = ",\n".join("    " + ", ".join(str(int(v)) for v in r) for r in rows)
+        return f"static const EC_ROM {ctype} ec_{name}[{a.shape[0]}] = {{\n{body}\n}};\n"
+
+    n = arrays["node_feature"].shape[0]
+    L = int(n_leaves)
+    ref_t = fast_uint(max(n + L, int(arrays["tree_root"].max(initial=0))))
+    out = ["/* the decision nodes in preorder, the image's arrays compiled in: a "
+           "reference r is leaf r\n   when r < L, else the node i + 1 + (r - L) after "
+           "node i (a root: node r - L) */",
+           f"#define EC_INLINE_LEAVES {L}u", f"typedef {ref_t} ec_inline_ref;",
+           const("tree_root", arrays["tree_root"])]
+    if n == 0:
+        out.append("static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)\n{\n"
+                   "    (void)q;\n    return (ec_inline_leaf)r; /* every tree is a leaf */\n}\n")
+        return "\n".join(out)
+    for name in ("node_feature", "node_threshold", "node_left", "node_right"):
+        out.append(const(name, arrays[name]))
+    out.append("""static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)
+{
+    ec_inline_ref node;
+    if (r < EC_INLINE_LEAVES)
+        return (ec_inline_leaf)r;
+    node = (ec_inline_ref)(r - EC_INLINE_LEAVES);
+    for (;;) {
+        r = q[ec_node_feature[node]] <= ec_node_threshold[node] ? ec_node_left[node]
+                                                                : ec_node_right[node];
+        if (r < EC_INLINE_LEAVES)
+            return (ec_inline_leaf)r;
+        node = (ec_inline_ref)(node + 1u + (r - EC_INLINE_LEAVES));
+    }
+}
+""")
+    return "\n".join(out)
+
+
 class ForestDevice(Device):
     """A tree forest as a microcontroller runs it (read from a ``forest`` container).
 
@@ -403,11 +447,13 @@ class ForestDevice(Device):
         return {"EC_FOREST_FEATURE_BYTES": a["node_feature"].dtype.itemsize,
                 "EC_FOREST_REF_BYTES": a["node_left"].dtype.itemsize}
 
-    def c_inline(self, stamp):
-        """The forest as C code (``edgecode firmware --trees inline``;
-        :mod:`firmware_sim.c_inline`): one function per tree (nested ``if
-        (q[f] <= t)``, leaf ids returned as constants, the narrowest fast type
-        that holds them), called through a table in ROM; the votes in the
+    def c_inline(self, stamp, form="code"):
+        """The forest as C code (``edgecode firmware --trees inline``, form
+        ``"code"``; :mod:`firmware_sim.c_inline`): one function per tree
+        (nested ``if (q[f] <= t)``, leaf ids returned as constants, the
+        narrowest fast type that holds them), called through a table in ROM;
+        or (``--trees arrays``, form ``"arrays"``) the node arrays of the image
+        compiled in as constants and walked by one loop, the smallest form; the votes in the
         narrowest type that holds the largest sum (``uint8_t`` for up to 255
         trees with class leaves), the probability table (if any) as a constant
         array, the quantizer's constants for ``ec_quantize``. ``ec_infer``
@@ -415,6 +461,8 @@ class ForestDevice(Device):
         leaf id, then the votes) and the first class with the most votes."""
         from ..c_inline import api_source, fast_uint, least_uint, tree_function
 
+        if form not in ("code", "arrays"):
+            raise DeviceError(f"form must be 'code' or 'arrays'; got {form!r}")
         T, C, L, d = self.n_trees, self.n_classes, self.n_leaves, self.n_features
         leaf_t = fast_uint(max(L - 1, 0))
         idx_t = fast_uint(max(T, C))
@@ -444,28 +492,33 @@ class ForestDevice(Device):
                          f"[{L}][{C}] = {{")
             parts.append(",\n".join("    {" + ", ".join(str(int(v)) for v in row) + "}"
                                     for row in lv) + "\n};\n")
-        parts.append("/* the trees: go left iff q[feature] <= threshold; each returns the "
-                     "leaf id it reaches */")
-        for k in range(T):
-            parts.append(tree_function(f"ec_tree_{k}", self._feature, self._threshold,
-                                       self._left, self._right, int(self._root[k]), L,
-                                       "ec_inline_leaf"))
+        if form == "code":
+            parts.append("/* the trees: go left iff q[feature] <= threshold; each returns the "
+                         "leaf id it reaches */")
+            for k in range(T):
+                parts.append(tree_function(f"ec_tree_{k}", self._feature, self._threshold,
+                                           self._left, self._right, int(self._root[k]), L,
+                                           "ec_inline_leaf"))
+            parts.append("typedef ec_inline_leaf ec_inline_tree(const int16_t *q);\n"
+                         f"static ec_inline_tree *const EC_ROM ec_inline_trees[{T}] = {{\n"
+                         + ",\n".join(f"    ec_tree_{k}" for k in range(T)) + "\n};\n")
+            call = "ec_inline_trees[k](frame)"
+        else:
+            parts.append(_c_node_arrays(a, L))
+            call = "ec_walk(frame, ec_tree_root[k])"
         if self.leaf == "class":
             vote = "        votes[leaf]++;\n"
         else:
             vote = ("        for (c = 0u; c < EC_INLINE_CLASSES; c++)\n"
                     "            votes[c] += ec_inline_leaf_value[leaf][c];\n")
-        parts.append("typedef ec_inline_leaf ec_inline_tree(const int16_t *q);\n"
-                     f"static ec_inline_tree *const EC_ROM ec_inline_trees[{T}] = {{\n"
-                     + ",\n".join(f"    ec_tree_{k}" for k in range(T)) + "\n};\n")
         # decision NULL: the label only (no T + C int64 to write: on AVR a fifth of
         # the inference); two loops, so that neither tests it per tree
-        vote_leaf = vote.replace("leaf", "ec_inline_trees[k](frame)") \
+        vote_leaf = vote.replace("leaf", call) \
             if self.leaf == "class" else None
         label_only = ("        for (k = 0u; k < EC_INLINE_TREES; k++)\n"
                       "    " + vote_leaf) if vote_leaf else \
             ("        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
-             "            const ec_inline_leaf leaf = ec_inline_trees[k](frame);\n"
+             f"            const ec_inline_leaf leaf = {call};\n"
              "    " + vote.replace("\n        ", "\n            ") + "        }\n")
         infer = (f"    {vote_t} votes[EC_INLINE_CLASSES];\n"
                  f"    {idx_t} k, c, best = 0u;\n"
@@ -480,7 +533,7 @@ class ForestDevice(Device):
                  "    }\n"
                  "    {\n"
                  "        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
-                 "            const ec_inline_leaf leaf = ec_inline_trees[k](frame);\n"
+                 f"            const ec_inline_leaf leaf = {call};\n"
                  "            decision[k] = (int64_t)leaf;\n"
                  "    " + vote.replace("\n        ", "\n            ") +
                  "        }\n"
@@ -507,7 +560,7 @@ class ForestDevice(Device):
                     "    }\n"
                     "    return EC_OK;\n")
         header = ("/*\n * ec_inline.c - a tree forest as code (generated by `edgecode firmware "
-                  "--trees inline`;\n * firmware_sim/kinds/forest.py, ForestDevice.c_inline): "
+                  f"--trees {'inline' if form == 'code' else 'arrays'}`;\n * firmware_sim/kinds/forest.py, ForestDevice.c_inline): "
                   f"{T} trees, {self.n_nodes} decision\n * nodes, {L} leaves ({self.leaf}), "
                   f"{C} classes, {d} features. The C API of edgecode_rt.h for\n * this model "
                   "alone, bit for bit as firmware_sim's device.infer; ec_model_open\n"
