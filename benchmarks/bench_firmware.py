@@ -93,7 +93,7 @@ if str(ROOT) not in sys.path:
 import firmware_sim  # noqa: E402
 from export.firmware import (TARGETS, _C_DIR, _PROBE_START, _sections,  # noqa: E402
                              _worst_stack, build_firmware, decision_integers,
-                             run_firmware, runtime_sources, INLINE_SOURCE,
+                             run_firmware, runtime_sources,
                              toolchain_missing, write_firmware)
 from firmware_sim.profiles import annotate, get_profile  # noqa: E402
 
@@ -292,8 +292,7 @@ def insns_per_inference(fw_dir, frames):
     rows = ", ".join("{" + ", ".join(str(int(v)) for v in r) + "}" for r in frames)
     n = len(frames)
     (d / "loop_start.c").write_text(_LOOP_START)
-    objs = [src / f"{Path(s).stem}.o"
-            for s in runtime_sources() + [INLINE_SOURCE, "model_image.c"]
+    objs = [src / f"{Path(s).stem}.o" for s in runtime_sources() + ["model_image.c"]
             if (src / f"{Path(s).stem}.o").is_file()]
     counts = {}
     for reps in (0, n):
