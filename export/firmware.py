@@ -52,7 +52,7 @@ __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "run_f
 #: adds its ``c_sources`` (a hook of its device class) after them.
 CORE_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c")
 #: Its headers: the API, what a kind implements, the kind table.
-RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h")
+RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h", "ec_trees.h")
 
 _C_DIR = Path(firmware_sim.__file__).resolve().parent / "c"
 

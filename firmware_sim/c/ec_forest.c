@@ -34,10 +34,11 @@
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
  */
 #include "ec_kind.h"
+#include "ec_trees.h"
 
 #define EC_KIND_FOREST 4u
 #define FOREST_MAX_CLASSES 65535
-#define FOREST_MAX_DEPTH 64
+#define FOREST_MAX_DEPTH EC_TREES_MAX_DEPTH
 #ifndef EC_FOREST_FEATURE_BYTES
 #define EC_FOREST_FEATURE_BYTES 0 /* 0: every width */
 #endif
@@ -62,34 +63,10 @@ EC_STATE_FITS(ec_forest_state);
 
 #define FOREST_ANY(w, want) ((want) == 0 || (want) == (w))
 
-/* ---- narrow unsigned arrays ---------------------------------------------- */
-
-/* Bytes of an unsigned dtype code (uint8/16/32), 0 for any other. */
-static uint8_t unsigned_bytes(uint8_t dtype)
-{
-    return dtype == EC_U8 ? 1u : dtype == EC_U16 ? 2u : dtype == EC_U32 ? 4u : 0u;
-}
-
-/* Entry i of a uint8/16/32 array of `bytes` bytes per entry (the image is
- * little-endian and aligned: typed reads). */
-static uint32_t rd_unsigned(const EC_ROM uint8_t *p, uint8_t bytes, uint32_t i)
-{
-    if (bytes == 1u)
-        return p[i];
-    if (bytes == 2u)
-        return ((const EC_ROM uint16_t *)(const EC_ROM void *)p)[i];
-    return ((const EC_ROM uint32_t *)(const EC_ROM void *)p)[i];
-}
-
-/* A 1-d array of uint8/16/32 called `name`; *bytes receives its width. */
-static ec_status get_unsigned(const ec_image *img, const EC_ROM char *name, ec_array *a,
-                              uint8_t *bytes)
-{
-    if (ec_image_find(img, name, a) != EC_OK || a->ndim != 1u)
-        return EC_ERR_SCHEMA;
-    *bytes = unsigned_bytes(a->dtype);
-    return *bytes != 0u ? EC_OK : EC_ERR_SCHEMA;
-}
+/* ---- narrow unsigned arrays: ec_trees.h (shared with ECOC trees) -------- */
+#define unsigned_bytes ec_trees_unsigned_bytes
+#define rd_unsigned ec_trees_rd
+#define get_unsigned ec_trees_get_unsigned
 
 /* ---- the walk, one per (feature, reference) width ------------------------ */
 
@@ -155,55 +132,24 @@ static ec_status walk(const ec_forest_state *m, const int16_t *q, uint32_t node,
     return EC_ERR_ARG; /* not an opened model */
 }
 
-/* ---- rules 6-8: the preorder layout in one pass --------------------------- */
+/* ---- rules 6-8: the preorder layout in one pass (ec_trees.h) ------------ */
 
-static EC_AVR_WORKAROUND int layout_ok(const ec_forest_state *m)
+static int layout_ok(const ec_forest_state *m)
 {
-    uint32_t st_node[FOREST_MAX_DEPTH]; /* nodes whose right child is pending */
-    uint8_t st_level[FOREST_MAX_DEPTH];
-    const uint32_t L = m->n_leaves, n = m->n_nodes, d = m->n_features;
-    const uint8_t fb = m->feature_bytes, rb = m->ref_bytes;
-    uint32_t pos = 0u, k;
-    for (k = 0u; k < m->n_trees; k++) {
-        uint32_t r = rd_unsigned(m->tree_root, m->root_bytes, k), cur, level = 1u, sp = 0u;
-        if (r < L)
-            continue;
-        if (r - L != pos)
-            return 0;
-        cur = pos;
-        for (;;) {
-            uint32_t lr, rr;
-            if (cur >= n || level > FOREST_MAX_DEPTH)
-                return 0;
-            if (rd_unsigned(m->node_feature, fb, cur) >= d)
-                return 0;
-            pos = cur + 1u;
-            lr = rd_unsigned(m->node_left, rb, cur);
-            rr = rd_unsigned(m->node_right, rb, cur);
-            if (rr >= L) { /* sp < level <= FOREST_MAX_DEPTH: one entry per level */
-                st_node[sp] = cur;
-                st_level[sp] = (uint8_t)(level + 1u);
-                sp++;
-            }
-            if (lr >= L) {
-                if (lr != L)
-                    return 0;
-                cur = pos;
-                level++;
-                continue;
-            }
-            if (sp == 0u)
-                break;
-            sp--;
-            /* the pending right child must be the node after the left subtree */
-            if ((uint64_t)st_node[sp] + 1u +
-                    (uint64_t)(rd_unsigned(m->node_right, rb, st_node[sp]) - L) != (uint64_t)pos)
-                return 0;
-            cur = pos;
-            level = st_level[sp];
-        }
-    }
-    return pos == n;
+    ec_trees t;
+    t.root = m->tree_root;
+    t.feature = m->node_feature;
+    t.threshold = m->node_threshold;
+    t.left = m->node_left;
+    t.right = m->node_right;
+    t.n_trees = m->n_trees;
+    t.n_nodes = m->n_nodes;
+    t.n_leaves = m->n_leaves;
+    t.n_features = m->n_features;
+    t.root_bytes = m->root_bytes;
+    t.feature_bytes = m->feature_bytes;
+    t.ref_bytes = m->ref_bytes;
+    return ec_trees_layout_ok(&t);
 }
 
 /* ---- the operations ------------------------------------------------------- */

@@ -53,6 +53,7 @@ from ._kernels.forest import (LAYOUT_DEPTH, LAYOUT_FEATURE, LAYOUT_LEFT, LAYOUT_
                               _forest_leaves, _forest_votes)
 
 __all__ = ["ForestDevice", "load_forest", "make_forest_arrays", "check_forest",
+           "check_node_arrays", "check_node_layout",
            "MAX_DEPTH", "MAX_CLASSES", "LEAF_KINDS", "narrowest_unsigned"]
 
 KIND = "forest"
@@ -171,59 +172,43 @@ def make_forest_arrays(feature, threshold, left, right, root, n_classes, in_cent
     return arrays
 
 
-def _require_unsigned(container, name, dtypes, shape):
+def _require_unsigned(container, name, dtypes, shape, kind=KIND):
     """Array ``name`` of one of ``dtypes`` (the narrow integer choices) and ``shape``."""
     if name not in container.arrays:
         container.require(name, dtypes[0], shape)          # the standard "missing" error
     arr = container.arrays[name]
     if arr.dtype.newbyteorder("=") not in dtypes:
         names = " or ".join(dt.name for dt in dtypes)
-        fail(KIND, f"array {name!r} must have dtype {names}; got {arr.dtype.name}")
+        fail(kind, f"array {name!r} must have dtype {names}; got {arr.dtype.name}")
     return container.require(name, arr.dtype, shape)
 
 
-def check_forest(container):
-    """The rules of kind ``forest`` (``docs/container_format.md``); returns the
-    validated arrays by name plus ``d``, ``n_classes``, ``n_leaves``, ``leaf``
-    (``"class"`` or ``"proba"``) and ``depth`` (decision levels per tree)."""
-    if container.kind != KIND:
-        raise ContainerError(f"container kind is {container.kind!r}; expected {KIND!r}")
+def check_node_arrays(container, kind, n_trees=None):
+    """The node arrays' schema (rules 3 and 4 of kind ``forest``, shared with the
+    tree learners of kind ``ecoc``): ``tree_root`` (``n_trees`` entries, or any
+    number), ``node_feature``, ``node_left``, ``node_right`` uint8/16/32 (one
+    dtype for both children), ``node_threshold`` int16, one entry per node.
+    Returns ``(root, feature, threshold, left, right)``."""
     req = container.require
-    # rule 1: classes
-    n_classes = check_scalar(container, "n_classes", np.int32, 1, MAX_CLASSES)
-    # rule 2: the input quantizer (host side)
-    center = req("in_center", np.float64, (None,))
-    d = center.shape[0]
-    if d < 1:
-        fail(KIND, "array 'in_center' must have at least one feature; got shape (0,)")
-    check_finite(KIND, "in_center", center)
-    shift = req("in_shift", np.int8, (d,))
-    # rule 3: trees
-    root = _require_unsigned(container, "tree_root", _REF_DTYPES, (None,))
-    n_trees = root.shape[0]
-    if n_trees < 1:
-        fail(KIND, "array 'tree_root' must have at least one tree; got shape (0,)")
-    # rule 4: the decision nodes, one reference dtype for both children
-    feat = _require_unsigned(container, "node_feature", _REF_DTYPES, (None,))
+    root = _require_unsigned(container, "tree_root", _REF_DTYPES, (n_trees,), kind)
+    feat = _require_unsigned(container, "node_feature", _REF_DTYPES, (None,), kind)
     n = feat.shape[0]
     thr = req("node_threshold", np.int16, (n,))
-    left = _require_unsigned(container, "node_left", _REF_DTYPES, (n,))
-    right = _require_unsigned(container, "node_right", _REF_DTYPES, (n,))
+    left = _require_unsigned(container, "node_left", _REF_DTYPES, (n,), kind)
+    right = _require_unsigned(container, "node_right", _REF_DTYPES, (n,), kind)
     if left.dtype != right.dtype:
-        fail(KIND, f"arrays 'node_left' and 'node_right' must have one dtype; got "
+        fail(kind, f"arrays 'node_left' and 'node_right' must have one dtype; got "
                     f"{left.dtype.name} and {right.dtype.name}")
-    # rule 5: the leaves
-    if "leaf_value" in container.arrays:
-        lv = _require_unsigned(container, "leaf_value", _LEAF_DTYPES, (None, n_classes))
-        n_leaves = lv.shape[0]
-        if n_leaves < 1:
-            fail(KIND, "array 'leaf_value' must have at least one leaf; got shape "
-                        f"{lv.shape}")
-        leaf = "proba"
-    else:
-        lv, n_leaves, leaf = None, n_classes, "class"
-    # rules 6-8: features, references and the preorder layout, in one pass
-    depth = np.zeros(n_trees, np.int64)
+    return root, feat, thr, left, right
+
+
+def check_node_layout(kind, root, feat, left, right, n_leaves, d):
+    """Rules 6-8 of kind ``forest`` (shared with ``ecoc`` trees): every feature id
+    below ``d``, every tree in preorder right after the previous one, every node
+    referenced exactly once and forward, at most :data:`MAX_DEPTH` levels.
+    Returns the decision levels of every tree (int64)."""
+    n = feat.shape[0]
+    depth = np.zeros(root.shape[0], np.int64)
     code, at = _forest_layout(feat.astype(np.int64), left.astype(np.int64),
                               right.astype(np.int64), root.astype(np.int64), int(n_leaves),
                               int(d), MAX_DEPTH, depth)
@@ -242,7 +227,43 @@ def check_forest(container):
             got = f"node_left[{at}] = {left[at]}"
         else:
             got = f"a walk reaching node {at}"
-        fail(KIND, f"array {name!r} {rule}; got {got}")
+        fail(kind, f"array {name!r} {rule}; got {got}")
+    return depth
+
+
+def check_forest(container):
+    """The rules of kind ``forest`` (``docs/container_format.md``); returns the
+    validated arrays by name plus ``d``, ``n_classes``, ``n_leaves``, ``leaf``
+    (``"class"`` or ``"proba"``) and ``depth`` (decision levels per tree)."""
+    if container.kind != KIND:
+        raise ContainerError(f"container kind is {container.kind!r}; expected {KIND!r}")
+    req = container.require
+    # rule 1: classes
+    n_classes = check_scalar(container, "n_classes", np.int32, 1, MAX_CLASSES)
+    # rule 2: the input quantizer (host side)
+    center = req("in_center", np.float64, (None,))
+    d = center.shape[0]
+    if d < 1:
+        fail(KIND, "array 'in_center' must have at least one feature; got shape (0,)")
+    check_finite(KIND, "in_center", center)
+    shift = req("in_shift", np.int8, (d,))
+    # rule 3: trees; rule 4: the decision nodes
+    root, feat, thr, left, right = check_node_arrays(container, KIND)
+    n_trees = root.shape[0]
+    if n_trees < 1:
+        fail(KIND, "array 'tree_root' must have at least one tree; got shape (0,)")
+    # rule 5: the leaves
+    if "leaf_value" in container.arrays:
+        lv = _require_unsigned(container, "leaf_value", _LEAF_DTYPES, (None, n_classes))
+        n_leaves = lv.shape[0]
+        if n_leaves < 1:
+            fail(KIND, "array 'leaf_value' must have at least one leaf; got shape "
+                        f"{lv.shape}")
+        leaf = "proba"
+    else:
+        lv, n_leaves, leaf = None, n_classes, "class"
+    # rules 6-8: features, references and the preorder layout, in one pass
+    depth = check_node_layout(KIND, root, feat, left, right, n_leaves, d)
     check_meta(container, FOREST_META, lengths={"classes": n_classes},
                values={"leaf": leaf})
     if lv is not None and "leaf_bits" in container.meta and \
