@@ -5,7 +5,7 @@ emlearn 0.23's loadable and inline forms, on one fitted model.
 Usage::
 
     python benchmarks/bench_forest.py [--targets cortex-m4,atmega328p] [--opt -Os]
-                                      [--no-counts] [--keep DIR]
+                                      [--no-counts] [--ecoc] [--keep DIR]
 
 The model: ``RandomForestClassifier(15, max_depth=4, random_state=0)`` fitted
 on scikit-learn's digits (the first 1200 rows train, the other 597 test), on
@@ -184,39 +184,62 @@ def ours(rf, Xt, yt, target, opt, work, counts):
     from export.forest import export_forest
 
     rows = []
-    R = REPS[target]
     for leaf, bits, _ in LEAVES:
-        out = export_forest(rf, Xt, leaf=leaf, leaf_bits=bits or 16)
-        dev = out.device
-        acc = float(np.mean(dev.labels(dev.encode(Xt)) == yt))
+        dev = export_forest(rf, Xt, leaf=leaf, leaf_bits=bits or 16).device
         tag = leaf if bits is None else f"{leaf}{bits}"
-        frames = dev.encode(Xt[:R])
-        expect = dev.labels(frames)
-        for trees in ("table", "inline", "arrays"):
-            d = work / f"ours_{target}_{tag}_{trees}"
-            write_firmware(dev.container, d, target, trees=trees)
-            b = build_firmware(d, target, opt=opt)
-            model = dev.container.nbytes if trees == "table" else 8
-            row = dict(target=target, leaves=tag, form=f"ours {trees}", flash=b.flash_bytes,
-                       model=model, ram=b.ram_bytes, acc=acc, count=None, label_only=None)
-            if counts:
-                objs = [d / "build" / f"{Path(s).stem}.o"
-                        for s in runtime_sources() + [INLINE_SOURCE, TARGETS[target].image_source]
-                        if (d / "build" / f"{Path(s).stem}.o").is_file()]
-                cflags = ["-I", str(d), "-include", "model_config.h"]
-                setup = ("    if (ec_model_open(ec_model_image, ec_model_image_size, &model) "
-                         "!= EC_OK)\n        return 1;")
-                for key, dec in (("count", "decision"), ("label_only", "NULL")):
-                    if key == "label_only" and trees == "table":
-                        continue
-                    src = _loop_source(frames, expect, '#include "edgecode_rt.h"\n'
-                                       '#include "model_image.h"',
-                                       "infer(frames[i])", _OURS_STATE.format(decision=dec),
-                                       setup)
-                    sub = d / f"loop_{key}"
-                    sub.mkdir(exist_ok=True)
-                    row[key] = _count(target, sub, src, objs, opt, cflags, work)
-            rows.append(row)
+        rows += measure_device(dev, dev.encode(Xt), yt, tag, "ours", target, opt, work, counts)
+    return rows
+
+
+def ecoc_model():
+    """ECOC of 15 depth-4 trees (N = 3 code) on digits / 16: bench_firmware's
+    ``ecoc_tree15_3ary`` (issue 26's AVR table), with its test rows."""
+    from sklearn.datasets import load_digits
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc import make_code
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from export.ecoc import export_ecoc
+
+    X, y = load_digits(return_X_y=True)
+    Xs = X / 16.0
+    clf = ECOCClassifier(DecisionTreeClassifier(max_depth=4, random_state=0),
+                         code=make_code("nary", 10, 15, N=3)).fit(Xs[:1200], y[:1200])
+    dev = export_ecoc(clf, Xs[:1200]).device
+    return dev, dev.quantize(Xs[1200:]), np.searchsorted(np.unique(y[:1200]), y[1200:])
+
+
+def measure_device(dev, frames_all, yt, tag, who, target, opt, work, counts):
+    """Rows of one device in the three forms on ``target``."""
+    rows = []
+    R = REPS[target]
+    acc = float(np.mean(dev.labels(frames_all) == yt))
+    frames = frames_all[:R]
+    expect = dev.labels(frames)
+    for trees in ("table", "inline", "arrays"):
+        d = work / f"{who}_{target}_{tag}_{trees}"
+        write_firmware(dev.container, d, target, trees=trees)
+        b = build_firmware(d, target, opt=opt)
+        model = dev.container.nbytes if trees == "table" else 8
+        row = dict(target=target, leaves=tag, form=f"{who} {trees}", flash=b.flash_bytes,
+                   model=model, ram=b.ram_bytes, acc=acc, count=None, label_only=None)
+        if counts:
+            objs = [d / "build" / f"{Path(s).stem}.o"
+                    for s in runtime_sources() + [INLINE_SOURCE, TARGETS[target].image_source]
+                    if (d / "build" / f"{Path(s).stem}.o").is_file()]
+            cflags = ["-I", str(d), "-include", "model_config.h"]
+            setup = ("    if (ec_model_open(ec_model_image, ec_model_image_size, &model) "
+                     "!= EC_OK)\n        return 1;")
+            for key, dec in (("count", "decision"), ("label_only", "NULL")):
+                if key == "label_only" and trees == "table":
+                    continue
+                src = _loop_source(frames, expect, '#include "edgecode_rt.h"\n'
+                                   '#include "model_image.h"',
+                                   "infer(frames[i])", _OURS_STATE.format(decision=dec), setup)
+                sub = d / f"loop_{key}"
+                sub.mkdir(exist_ok=True)
+                row[key] = _count(target, sub, src, objs, opt, cflags, work)
+        rows.append(row)
     return rows
 
 
@@ -292,6 +315,8 @@ def main():
     ap.add_argument("--opt", default="-Os", help="optimisation of every build")
     ap.add_argument("--no-counts", action="store_true", help="flash only (no QEMU/simavr runs)")
     ap.add_argument("--keep", default=None, help="build here and keep the files")
+    ap.add_argument("--ecoc", action="store_true", help="also an ECOC of 15 depth-4 trees "
+                    "(N = 3) in the three forms (no emlearn counterpart)")
     a = ap.parse_args()
     targets = [s for s in a.targets.split(",") if s]
     for target in targets:
@@ -309,6 +334,7 @@ def main():
           "atmega328p cycles (simavr, exact)")
     rf, Xt, yt = fit()
     out = []
+    ecoc = ecoc_model() if a.ecoc else None
     for target in targets:
         rows = ours(rf, Xt, yt, target, a.opt, work, not a.no_counts) + \
             emlearn_rows(rf, Xt, yt, target, a.opt, work, not a.no_counts)
@@ -326,6 +352,13 @@ def main():
                         "-" if r["label_only"] is None else f"{r['label_only']:.0f}",
                         ratio(r["label_only"]), f"{r['acc']:.3f}",
                         "RAM over 2 KB: cycles on atmega2560" if r.get("dir") in NOTES else ""])
+        if ecoc is not None:
+            for r in measure_device(ecoc[0], ecoc[1], ecoc[2], "ecoc_tree15_3ary", "ours",
+                                    target, a.opt, work, not a.no_counts):
+                out.append([r["target"], r["leaves"], r["form"], r["flash"], r["model"],
+                            r["ram"], "-", "-" if r["count"] is None else f"{r['count']:.0f}",
+                            "-", "-" if r["label_only"] is None else f"{r['label_only']:.0f}",
+                            "-", f"{r['acc']:.3f}", "ECOC: no emlearn counterpart"])
     print_table(["target", "leaves", "form", "flash_B", "model_B", "ram_B",
                  "flash_vs_emlearn_smaller", "per_inference", "vs_emlearn_faster",
                  "label_only", "label_only_vs_emlearn_faster", "accuracy", "note"], out)

@@ -38,9 +38,12 @@ static EC_INLINE_TREE uint_fast8_t t0(const int16_t *q)
 
 import zlib
 
+import numpy as np
+
 from .errors import DeviceError
 
-__all__ = ["INLINE_SOURCE", "STAMP_BYTES", "stamp", "tree_function", "api_source",
+__all__ = ["INLINE_SOURCE", "STAMP_BYTES", "stamp", "tree_function", "trees_c", "quantizer_c",
+           "api_source",
            "fast_uint", "least_uint", "c_bytes"]
 
 #: The generated file: the whole model and the API, in place of ``ec_model.c``
@@ -120,6 +123,111 @@ def tree_function(name, feature, threshold, left, right, root, n_leaves, leaf_ty
             stack.append((int(left[node]), node, depth + 1))
     lines += ["}", ""]
     return "\n".join(lines)
+
+
+def quantizer_c(in_center, in_shift):
+    """``(constants, body)``: the C constants of the ECOC/forest input quantizer
+    (float64 centers as bit patterns, int8 exponents) and the body of
+    ``ec_inline_quantize`` (``device.encode``: ``q_f = clip(rint((x_f -
+    center_f) 2^shift_f), +-32767)``, the subtraction rounded as IEEE double
+    does, with the exact integer arithmetic of ``ec_quantize.c``)."""
+    center = np.ascontiguousarray(in_center, np.float64).view(np.uint64)
+    shift = np.asarray(in_shift)
+    d = center.shape[0]
+    rows = [center[i:i + 4] for i in range(0, d, 4)]
+    consts = ("/* the input quantizer (device.encode): float64 centers as bit patterns and "
+              "exponents */\n"
+              f"static const EC_ROM uint64_t ec_inline_center[{d}] = {{\n"
+              + ",\n".join("    " + ", ".join(f"UINT64_C(0x{int(v):016x})" for v in r)
+                           for r in rows) + "\n};\n"
+              f"static const EC_ROM int8_t ec_inline_shift[{d}] = {{\n"
+              + ",\n".join("    " + ", ".join(str(int(v)) for v in shift[i:i + 12])
+                           for i in range(0, d, 12)) + "\n};\n")
+    body = ("    uint32_t f;\n"
+            "    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};\n"
+            f"    for (f = 0u; f < {d}u; f++)\n"
+            "        if (!ec_q_input(x, type, f, &v))\n"
+            "            return EC_ERR_INPUT;\n"
+            f"    for (f = 0u; f < {d}u; f++) {{\n"
+            "        (void)ec_q_input(x, type, f, &v);\n"
+            "        (void)ec_q_from_binary64(ec_inline_center[f], &c);\n"
+            "        c.neg = !c.neg; /* x + (-center), rounded as IEEE double */\n"
+            "        v = ec_q_add53(v, c);\n"
+            "        v.exp += ec_inline_shift[f]; /* * 2^in_shift */\n"
+            "        frame[f] = ec_q_rint_clip(v);\n"
+            "    }\n"
+            "    return EC_OK;\n")
+    return consts, body
+
+
+def trees_c(arrays, n_leaves, form):
+    """``(text, call)``: the trees of the compact node arrays (``tree_root``,
+    ``node_*``; leaf ids below ``n_leaves``) as C, and the expression of the leaf
+    id tree ``k`` reaches on ``frame``. ``form`` ``"code"``: one function per
+    tree (:func:`tree_function`) called through a table in ROM; ``"arrays"``:
+    the node arrays as constants and one walk loop. The text uses the type
+    ``ec_inline_leaf`` (the caller defines it)."""
+    root = arrays["tree_root"].astype(np.int64)
+    if form == "code":
+        feat = arrays["node_feature"].astype(np.int64)
+        thr = arrays["node_threshold"].astype(np.int64)
+        left = arrays["node_left"].astype(np.int64)
+        right = arrays["node_right"].astype(np.int64)
+        T = root.shape[0]
+        parts = ["/* the trees: go left iff q[feature] <= threshold; each returns the leaf "
+                 "id it reaches */"]
+        for k in range(T):
+            parts.append(tree_function(f"ec_tree_{k}", feat, thr, left, right, int(root[k]),
+                                       n_leaves, "ec_inline_leaf"))
+        parts.append("typedef ec_inline_leaf ec_inline_tree(const int16_t *q);\n"
+                     f"static ec_inline_tree *const EC_ROM ec_inline_trees[{T}] = {{\n"
+                     + ",\n".join(f"    ec_tree_{k}" for k in range(T)) + "\n};\n")
+        return "\n".join(parts), "ec_inline_trees[k](frame)"
+    if form == "arrays":
+        return _c_node_arrays(arrays, n_leaves), "ec_walk(frame, ec_tree_root[k])"
+    raise DeviceError(f"form must be 'code' or 'arrays'; got {form!r}")
+
+
+def _c_node_arrays(arrays, n_leaves):
+    """C text of the forest's node arrays as constants (their image dtypes) and of
+    ``ec_walk(q, r)``: the leaf id reached from root reference ``r`` (the walk of
+    ``ec_forest.c`` without its checks: the generator validated the model)."""
+    def const(name, a):
+        ctype = f"{'u' if a.dtype.kind == 'u' else ''}int{8 * a.dtype.itemsize}_t"
+        rows = [a[i:i + 16] for i in range(0, a.shape[0], 16)]
+        body = ",\n".join("    " + ", ".join(str(int(v)) for v in r) for r in rows)
+        return f"static const EC_ROM {ctype} ec_{name}[{a.shape[0]}] = {{\n{body}\n}};\n"
+
+    n = arrays["node_feature"].shape[0]
+    L = int(n_leaves)
+    ref_t = fast_uint(max(n + L, int(arrays["tree_root"].max(initial=0))))
+    out = ["/* the decision nodes in preorder, the image's arrays compiled in: a "
+           "reference r is leaf r\n   when r < L, else the node i + 1 + (r - L) after "
+           "node i (a root: node r - L) */",
+           f"#define EC_INLINE_LEAVES {L}u", f"typedef {ref_t} ec_inline_ref;",
+           const("tree_root", arrays["tree_root"])]
+    if n == 0:
+        out.append("static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)\n{\n"
+                   "    (void)q;\n    return (ec_inline_leaf)r; /* every tree is a leaf */\n}\n")
+        return "\n".join(out)
+    for name in ("node_feature", "node_threshold", "node_left", "node_right"):
+        out.append(const(name, arrays[name]))
+    out.append("""static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)
+{
+    ec_inline_ref node;
+    if (r < EC_INLINE_LEAVES)
+        return (ec_inline_leaf)r;
+    node = (ec_inline_ref)(r - EC_INLINE_LEAVES);
+    for (;;) {
+        r = q[ec_node_feature[node]] <= ec_node_threshold[node] ? ec_node_left[node]
+                                                                : ec_node_right[node];
+        if (r < EC_INLINE_LEAVES)
+            return (ec_inline_leaf)r;
+        node = (ec_inline_ref)(node + 1u + (r - EC_INLINE_LEAVES));
+    }
+}
+""")
+    return "\n".join(out)
 
 
 def api_source(*, kind_code, header, stamp_bytes, n_features, frame_width, decision_len,

@@ -110,6 +110,37 @@ def test_inline_host_equals_firmware_sim(name, trees, tmp_path):
     assert not (tmp_path / INLINE_SOURCE).exists() and (tmp_path / "ec_forest.c").exists()
 
 
+@pytest.mark.parametrize("name, trees", [("ecoc_tree_3ary", "inline"),
+                                         ("ecoc_tree_ternary", "arrays"),
+                                         ("ecoc_tree_wide", "inline")])
+def test_ecoc_trees_inline_host_equals_firmware_sim(name, trees, tmp_path):
+    """ECOC tree learners share the generators (the N symbols are the leaves), then
+    the doubled Hamming distances and the first nearest class."""
+    from test_firmware import _model as _fw_model
+
+    _need("host")
+    dev, X = _fw_model(name)
+    write_firmware(dev.container, tmp_path, "host", trees=trees)
+    frames = _frames(dev, X[:100], np.random.default_rng(5), n_random=30)
+    for opt, sanitize in (("-O2", False), ("-O0", True)):
+        build_firmware(tmp_path, "host", opt=opt, sanitize=sanitize, probe=False)
+        _assert_parity(dev, frames, *run_firmware(tmp_path, frames, "host"))
+
+
+def test_ecoc_trees_inline_on_the_atmega328p(tmp_path):
+    from test_firmware import _model as _fw_model
+
+    _need("atmega328p", run=True)
+    dev, X = _fw_model("ecoc_tree_3ary")
+    write_firmware(dev.container, tmp_path, "atmega328p", trees="inline")
+    b = build_firmware(tmp_path, "atmega328p")
+    write_firmware(dev.container, tmp_path / "table", "atmega328p")
+    assert b.flash_bytes < build_firmware(tmp_path / "table", "atmega328p").flash_bytes
+    frames = _frames(dev, X[:10], np.random.default_rng(6), n_random=4)
+    run = run_firmware_measured(tmp_path, frames, "atmega328p")
+    _assert_parity(dev, frames, run.labels, run.decisions)
+
+
 def test_the_stamp_names_the_model(tmp_path):
     """ec_model_open of an inline build accepts its own 8-byte stamp only: another
     model's stamp and any container are refused (EC_ERR_MAGIC), a short buffer is
@@ -204,6 +235,10 @@ def test_refusals():
     nb = ProtectedNBDevice.from_arrays([2], -1, [1])
     with pytest.raises(ValueError, match="no inline form"):
         write_firmware(nb.container, "/nonexistent/never", "host", trees="inline")
+    from test_firmware import _model as _fw_model
+    linear, _ = _fw_model("ecoc_linear_binary")
+    with pytest.raises(ValueError, match="no inline form"):
+        write_firmware(linear.container, "/nonexistent/never", "host", trees="arrays")
     with pytest.raises(ValueError, match="kinds must be"):
         write_firmware(dev.container, "/nonexistent/never", "host", trees="inline", kinds="all")
     with pytest.raises(ValueError, match="trees must be one of"):

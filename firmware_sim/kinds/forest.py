@@ -276,50 +276,6 @@ def check_forest(container):
             "leaf": leaf, "depth": depth}
 
 
-def _c_node_arrays(arrays, n_leaves):
-    """C text of the forest's node arrays as constants (their image dtypes) and of
-    ``ec_walk(q, r)``: the leaf id reached from root reference ``r`` (the walk of
-    ``ec_forest.c`` without its checks: the generator validated the model)."""
-    from ..c_inline import fast_uint
-
-    def const(name, a):
-        ctype = f"{'u' if a.dtype.kind == 'u' else ''}int{8 * a.dtype.itemsize}_t"
-        rows = [a[i:i + 16] for i in range(0, a.shape[0], 16)]
-        body = ",\n".join("    " + ", ".join(str(int(v)) for v in r) for r in rows)
-        return f"static const EC_ROM {ctype} ec_{name}[{a.shape[0]}] = {{\n{body}\n}};\n"
-
-    n = arrays["node_feature"].shape[0]
-    L = int(n_leaves)
-    ref_t = fast_uint(max(n + L, int(arrays["tree_root"].max(initial=0))))
-    out = ["/* the decision nodes in preorder, the image's arrays compiled in: a "
-           "reference r is leaf r\n   when r < L, else the node i + 1 + (r - L) after "
-           "node i (a root: node r - L) */",
-           f"#define EC_INLINE_LEAVES {L}u", f"typedef {ref_t} ec_inline_ref;",
-           const("tree_root", arrays["tree_root"])]
-    if n == 0:
-        out.append("static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)\n{\n"
-                   "    (void)q;\n    return (ec_inline_leaf)r; /* every tree is a leaf */\n}\n")
-        return "\n".join(out)
-    for name in ("node_feature", "node_threshold", "node_left", "node_right"):
-        out.append(const(name, arrays[name]))
-    out.append("""static ec_inline_leaf ec_walk(const int16_t *q, ec_inline_ref r)
-{
-    ec_inline_ref node;
-    if (r < EC_INLINE_LEAVES)
-        return (ec_inline_leaf)r;
-    node = (ec_inline_ref)(r - EC_INLINE_LEAVES);
-    for (;;) {
-        r = q[ec_node_feature[node]] <= ec_node_threshold[node] ? ec_node_left[node]
-                                                                : ec_node_right[node];
-        if (r < EC_INLINE_LEAVES)
-            return (ec_inline_leaf)r;
-        node = (ec_inline_ref)(node + 1u + (r - EC_INLINE_LEAVES));
-    }
-}
-""")
-    return "\n".join(out)
-
-
 class ForestDevice(Device):
     """A tree forest as a microcontroller runs it (read from a ``forest`` container).
 
@@ -480,7 +436,7 @@ class ForestDevice(Device):
         array, the quantizer's constants for ``ec_quantize``. ``ec_infer``
         writes the same decision integers as the table form (every tree's
         leaf id, then the votes) and the first class with the most votes."""
-        from ..c_inline import api_source, fast_uint, least_uint, tree_function
+        from ..c_inline import api_source, fast_uint, least_uint, quantizer_c, trees_c
 
         if form not in ("code", "arrays"):
             raise DeviceError(f"form must be 'code' or 'arrays'; got {form!r}")
@@ -492,19 +448,9 @@ class ForestDevice(Device):
         else:
             vote_t = least_uint(T * int(self._values.max(initial=0)))
         a = self.container.arrays
+        q_body, quantize = quantizer_c(a["in_center"], a["in_shift"])
         parts = [f"#define EC_INLINE_TREES {T}u\n#define EC_INLINE_CLASSES {C}u\n",
-                 f"typedef {leaf_t} ec_inline_leaf;\n",
-                 "/* the input quantizer (device.encode): float64 centers as bit patterns "
-                 "and exponents */",
-                 f"static const EC_ROM uint64_t ec_inline_center[{d}] = {{"]
-        parts.append(",\n".join("    " + ", ".join(f"UINT64_C(0x{int(v):016x})" for v in row)
-                                for row in np.array_split(
-                                    a["in_center"].view(np.uint64),
-                                    max(1, (d + 3) // 4))) + "\n};")
-        parts.append(f"static const EC_ROM int8_t ec_inline_shift[{d}] = {{")
-        parts.append(",\n".join("    " + ", ".join(str(int(v)) for v in row)
-                                for row in np.array_split(a["in_shift"], max(1, (d + 11) // 12)))
-                     + "\n};\n")
+                 f"typedef {leaf_t} ec_inline_leaf;\n", q_body]
         if self.leaf == "proba":
             lv = a["leaf_value"]
             lt = "uint8_t" if lv.dtype.itemsize == 1 else "uint16_t"
@@ -513,20 +459,8 @@ class ForestDevice(Device):
                          f"[{L}][{C}] = {{")
             parts.append(",\n".join("    {" + ", ".join(str(int(v)) for v in row) + "}"
                                     for row in lv) + "\n};\n")
-        if form == "code":
-            parts.append("/* the trees: go left iff q[feature] <= threshold; each returns the "
-                         "leaf id it reaches */")
-            for k in range(T):
-                parts.append(tree_function(f"ec_tree_{k}", self._feature, self._threshold,
-                                           self._left, self._right, int(self._root[k]), L,
-                                           "ec_inline_leaf"))
-            parts.append("typedef ec_inline_leaf ec_inline_tree(const int16_t *q);\n"
-                         f"static ec_inline_tree *const EC_ROM ec_inline_trees[{T}] = {{\n"
-                         + ",\n".join(f"    ec_tree_{k}" for k in range(T)) + "\n};\n")
-            call = "ec_inline_trees[k](frame)"
-        else:
-            parts.append(_c_node_arrays(a, L))
-            call = "ec_walk(frame, ec_tree_root[k])"
+        trees, call = trees_c(a, L, form)
+        parts.append(trees)
         if self.leaf == "class":
             vote = "        votes[leaf]++;\n"
         else:
@@ -566,20 +500,6 @@ class ForestDevice(Device):
                  "    }\n"
                  "    *label = (int32_t)best;\n"
                  "    return EC_OK;\n")
-        quantize = (f"    uint32_t f;\n"
-                    "    ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};\n"
-                    f"    for (f = 0u; f < {d}u; f++)\n"
-                    "        if (!ec_q_input(x, type, f, &v))\n"
-                    "            return EC_ERR_INPUT;\n"
-                    f"    for (f = 0u; f < {d}u; f++) {{\n"
-                    "        (void)ec_q_input(x, type, f, &v);\n"
-                    "        (void)ec_q_from_binary64(ec_inline_center[f], &c);\n"
-                    "        c.neg = !c.neg; /* x + (-center), rounded as IEEE double */\n"
-                    "        v = ec_q_add53(v, c);\n"
-                    "        v.exp += ec_inline_shift[f]; /* * 2^in_shift */\n"
-                    "        frame[f] = ec_q_rint_clip(v);\n"
-                    "    }\n"
-                    "    return EC_OK;\n")
         header = ("/*\n * ec_inline.c - a tree forest as code (generated by `edgecode firmware "
                   f"--trees {'inline' if form == 'code' else 'arrays'}`;\n * firmware_sim/kinds/forest.py, ForestDevice.c_inline): "
                   f"{T} trees, {self.n_nodes} decision\n * nodes, {L} leaves ({self.leaf}), "
