@@ -164,7 +164,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_trees *t = &mo->trees;
     ec_status s;
-    uint32_t m = mo->n_columns, L = mo->n_symbols, j;
+    uint32_t m = mo->n_columns, L = mo->n_symbols, j, next;
 
     /* rule 11: the node arrays, one tree per column */
     if ((s = ec_trees_open(img, m, t)) != EC_OK)
@@ -175,19 +175,26 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     if (!ec_trees_layout_ok(t))
         return EC_ERR_RULE;
     /* rule 15: every leaf a column's tree can reach is one of its learner's
-     * symbols (columns whose learner has all N symbols need no test) */
-    for (j = 0; j < m; j++) {
+     * symbols (columns whose learner has all N symbols need no test). Tree j's
+     * nodes run from its root to the next tree's (the layout is checked): one
+     * forward pointer, O(m + n) */
+    for (j = 0, next = 0; j < m; j++) {
         const EC_ROM int16_t *cls = mo->col_classes + mo->col_cls_offset[j];
         int32_t ncls = mo->col_n_cls[j];
-        uint32_t i, a, b;
+        uint32_t i, a, b, r = ec_trees_rd(t->root, t->root_bytes, j);
         if (ncls >= (int32_t)L)
             continue;
-        ec_trees_span(t, j, &a, &b);
-        if (a == b) { /* a one-leaf tree */
-            if (!has_symbol(cls, ncls, ec_trees_rd(t->root, t->root_bytes, j)))
+        if (r < L) { /* a one-leaf tree */
+            if (!has_symbol(cls, ncls, r))
                 return EC_ERR_RULE;
             continue;
         }
+        if (next <= j)
+            next = j + 1u;
+        while (next < m && ec_trees_rd(t->root, t->root_bytes, next) < L)
+            next++;
+        a = r - L;
+        b = next < m ? ec_trees_rd(t->root, t->root_bytes, next) - L : t->n_nodes;
         for (i = a; i < b; i++) {
             uint32_t lr = ec_trees_rd(t->left, t->ref_bytes, i);
             uint32_t rr = ec_trees_rd(t->right, t->ref_bytes, i);

@@ -154,26 +154,6 @@ static inline EC_AVR_WORKAROUND int ec_trees_layout_ok(const ec_trees *m)
     return pos == n;
 }
 
-/* The nodes [*start, *end) of tree k (empty for a one-leaf tree), once the
- * layout is checked: the trees are consecutive in the nodes. */
-static inline void ec_trees_span(const ec_trees *m, uint32_t k, uint32_t *start, uint32_t *end)
-{
-    const uint32_t L = m->n_leaves;
-    uint32_t r = ec_trees_rd(m->root, m->root_bytes, k), j;
-    *start = *end = 0u;
-    if (r < L)
-        return;
-    *start = r - L;
-    *end = m->n_nodes;
-    for (j = k + 1u; j < m->n_trees; j++) {
-        uint32_t rj = ec_trees_rd(m->root, m->root_bytes, j);
-        if (rj >= L) {
-            *end = rj - L;
-            return;
-        }
-    }
-}
-
 /* The leaf id tree k reaches on frame q (any widths: the kinds with a hot
  * loop specialise it). A reference leaving the nodes (excluded by the
  * layout rule) gives n_leaves. */
