@@ -51,6 +51,7 @@ from sklearn.utils.validation import check_is_fitted
 from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_inputs
 
+from ._trees_onnx import _tree_ensemble
 from .pipeline import fold_pipeline
 from .result import ExportResult
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
@@ -419,8 +420,6 @@ def _symbols_tree(arrays, qf, nodes, inits):
     """Nodes from ``qf`` (float32 (N, d)) to 'symbols' int64 and 'sym_f' float32: the
     trees in the compact node format (kind forest's), one ensemble target per
     column whose value is the leaf reached, which is the symbol."""
-    from .forest import _tree_ensemble
-
     tree_arrays = {k: arrays[k] for k in ("tree_root", "node_feature", "node_threshold",
                                           "node_left", "node_right")}
     tree_arrays["n_classes"] = np.asarray(arrays["n_symbols"], np.int64)   # L = N symbols

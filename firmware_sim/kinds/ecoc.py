@@ -62,6 +62,7 @@ from ._kernels.ecoc import (
     _scores_to_symbols,
 )
 from ._kernels.forest import _forest_leaves
+from ._trees import MAX_DEPTH, check_node_arrays, check_node_layout, narrowest_unsigned
 
 __all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays", "compact_trees", "doubled_distances",
            "flip_radius",
@@ -230,8 +231,6 @@ def compact_trees(feature, threshold, left, right, leaf, root, n_symbols):
     {'tree_root': [2], 'node_feature': [0], 'node_threshold': [5], 'node_left': [0],
      'node_right': [1]}
     """
-    from .forest import MAX_DEPTH, narrowest_unsigned
-
     feature, threshold = np.asarray(feature, np.int64), np.asarray(threshold, np.int64)
     left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
     leaf = np.asarray(leaf, np.int64)
@@ -860,8 +859,6 @@ def _check_trees(container, m, d, n_cls, cls_off, classes, n_sym):
     with one tree per column and the N symbols as the leaves (a reference ``r <
     N`` is symbol ``r``), plus: every leaf a tree can reach is a symbol of its
     column's learner."""
-    from .forest import check_node_arrays, check_node_layout
-
     kind = "ecoc"
     root, feat, thr, left, right = check_node_arrays(container, kind, m)
     depth = check_node_layout(kind, root, feat, left, right, n_sym, d)
