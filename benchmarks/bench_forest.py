@@ -1,10 +1,11 @@
-"""Tree forests on Cortex-M4 (issue 25 item 6, issue 26 item 2): flash of the forest
-kind's compact format against emlearn 0.23's loadable and inline forms, on one
-fitted model.
+"""Tree forests on Cortex-M4 and the ATmega328P (issue 25 item 6, issue 26 item 2):
+flash and time per inference of the forest kind's three firmware forms against
+emlearn 0.23's loadable and inline forms, on one fitted model.
 
 Usage::
 
-    python benchmarks/bench_forest.py [--opt -Os] [--insns] [--keep DIR]
+    python benchmarks/bench_forest.py [--targets cortex-m4,atmega328p] [--opt -Os]
+                                      [--no-counts] [--ecoc] [--keep DIR]
 
 The model: ``RandomForestClassifier(15, max_depth=4, random_state=0)`` fitted
 on scikit-learn's digits (the first 1200 rows train, the other 597 test), on
@@ -13,30 +14,42 @@ the features times 16 (emlearn truncates thresholds to int16 and compares with
 either way). The same fitted object goes to both:
 
 * ours: ``export.forest.export_forest(rf, leaf=...)`` with class leaves (hard
-  vote), 8-bit and 16-bit probability leaves, written by ``write_firmware``
-  (the model's kind and node widths only) and measured by ``build_firmware``'s
-  size probe (open the image, checks included, and one inference);
-  ``nometa`` rows: the same arrays in a container without the host's
-  metadata (``__meta__``, ``__classes__``), which the device never reads;
+  vote) and 8-bit probability leaves, written by ``write_firmware(..,
+  trees=...)``: ``table`` (the container image, verified at open and walked
+  by the runtime), ``inline`` (the trees as generated C: nested int16
+  tests), ``arrays`` (the node arrays compiled in, one walk loop); flash from
+  ``build_firmware``'s size probe (open + one inference);
 * emlearn: ``emlearn.convert(rf, method="loadable"|"inline", leaf_bits=0|8)``
   (0: hard vote, 8: soft vote with 8-bit proportions), a probe ``main`` that
-  calls ``peer_predict`` once (``bench_firmware.build_emlearn``).
+  calls ``peer_predict`` once.
 
-Both with ``arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=soft``, the
-same optimisation, ``-ffunction-sections -fdata-sections -Wl,--gc-sections``,
-the same bare start (``export.firmware``'s probe start) and ``-nostdlib
--lgcc``. Flash = text + rodata + data (+ vectors); ``model_B``: the model's
-data (ours: the container image; emlearn: nodes, roots and leaves);
-``code_B`` = flash - model_B; ``walk_B``: the arrays a walk reads (ours: node
-arrays, roots, leaf table; emlearn: the same three). ``--insns`` adds
-instructions per inference under QEMU (mps2-an386, one instruction per
-translation block: an R-frame loop minus an empty one, over 16 test frames).
-Accuracies: ours from firmware_sim (bit-exact with the C runtime), emlearn
-from its own host build.
+Both with the same compiler and flags per target: ``arm-none-eabi-gcc
+-mcpu=cortex-m4 -mthumb -mfloat-abi=soft`` with the same bare start and
+``-nostdlib -lgcc``, or ``avr-gcc -mmcu=atmega328p -std=gnu99`` with
+avr-libc's start; the same optimisation, ``-ffunction-sections
+-fdata-sections -Wl,--gc-sections``. Flash = text + rodata + data (+
+vectors); on AVR text + data (emlearn's constant arrays are ``.data``:
+copied into RAM at start, so they count twice: flash and RAM).
+
+Time per inference (``--no-counts`` skips it): a loop program that calls the
+inference on R test frames (R = 16 on Cortex-M4, 4 on AVR: the ATmega328P
+has 2 KB of RAM) and checks every label against the host's (ours:
+``firmware_sim``; emlearn: its own ``predict``; a wrong label stops the run),
+built with R and with 0 repetitions; the difference over R. Cortex-M4:
+instructions executed under QEMU (mps2-an386, one instruction per
+translation block); ATmega328P: cycles under simavr (exact: the datasheet's
+cycles per instruction) through ``firmware_sim/c/avr/ec_simavr.c --probe``.
+Ours are measured with the decision integers written (``ec_infer`` with a
+buffer: every tree's leaf id and the votes as int64) and, for ``inline`` and
+``arrays``, with ``decision`` NULL too (the label alone, as emlearn's
+``predict`` returns). Ratios: flash against emlearn's smaller form and time
+against its faster form, for the same leaves (class: ``leaf_bits=0``;
+proba8: ``leaf_bits=8``).
 """
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -49,10 +62,15 @@ sys.path.insert(0, str(HERE))
 import bench_firmware as bf  # noqa: E402
 from _common import machine, print_table  # noqa: E402
 
-from export.firmware import TARGETS, build_firmware, toolchain_missing, write_firmware  # noqa: E402
-from firmware_sim.artifact import write_container  # noqa: E402
+from export.firmware import (INLINE_SOURCE, TARGETS, _C_DIR, _sections,  # noqa: E402
+                             build_firmware, runtime_sources, toolchain_missing,
+                             write_firmware)
 
-TARGET = "cortex-m4"
+#: Builds whose loop ran on the ATmega2560 (RAM over the 328P's).
+NOTES = set()
+#: Test frames per loop program.
+REPS = {"cortex-m4": 16, "atmega328p": 4}
+LEAVES = (("class", None, 0), ("proba", 8, 8))
 
 
 def fit():
@@ -65,121 +83,285 @@ def fit():
     return rf, Xi[1200:], y[1200:]
 
 
-def ours(rf, Xt, yt, opt, work, insns):
+# ---------------------------------------------------------------------- loop programs
+_LOOP = """#include <stdint.h>
+{include}
+#ifdef __AVR__
+#define SPIN() __asm__ volatile("sei")   /* simavr's harness ends at a loop with I clear */
+#else
+#define SPIN() __asm__ volatile("")
+#endif
+static const int16_t frames[{n}][{w}] = {{ {rows} }};
+static const int16_t expect[{n}] = {{ {expect} }};
+volatile int32_t probe_label;
+volatile uint16_t probe_reps = REPS;   /* the same code for every REPS */
+{state}
+int main(void)
+{{
+    uint16_t i;
+{setup}
+    for (i = 0; i < probe_reps; i++) {{
+        int32_t label = {call};
+        if (label != expect[i])
+            for (;;) {{ SPIN(); }}   /* a wrong label: the run never ends */
+        probe_label = label;
+    }}
+    return 0;
+}}
+"""
+
+_OURS_STATE = """static uint64_t workspace[(EC_WORKSPACE_BYTES + 7) / 8];
+static int64_t decision[EC_DECISION_LEN];
+static ec_model model;
+static int32_t infer(const int16_t *frame)
+{{
+    int32_t label = -1;
+    if (ec_infer(&model, frame, &label, {decision}, workspace, sizeof workspace) != EC_OK)
+        return -2;
+    return label;
+}}"""
+
+
+def _loop_source(frames, expect, include, call, state="", setup=""):
+    rows = ", ".join("{" + ", ".join(str(int(v)) for v in r) + "}" for r in frames)
+    return _LOOP.format(n=len(frames), w=frames.shape[1], rows=rows,
+                        expect=", ".join(str(int(v)) for v in expect), include=include,
+                        call=call, state=state, setup=setup)
+
+
+def _avr_flags(t, opt):
+    return [t.cc, "-std=gnu99", opt, *t.cpu_flags, "-ffunction-sections", "-fdata-sections"]
+
+
+def _harness(work):
+    exe = work / "ec_simavr"
+    if not exe.is_file():
+        bf._run(["gcc", "-std=c99", "-O2", "-I/usr/include/simavr",
+                 str(_C_DIR / "avr" / "ec_simavr.c"), "-lsimavr", "-o", str(exe)], work)
+    return exe
+
+
+def _count(target, d, source, objs, opt, cflags, work):
+    """Per-inference count of a loop program: (count at R - count at 0) / R."""
+    t = TARGETS[target]
+    n = REPS[target]
+    counts = {}
+    for reps in (0, n):
+        (d / f"loop{reps}.c").write_text(source)
+        if t.family == "arm":
+            flags = bf._cflags(t, opt) + cflags + [f"-DREPS={reps}u"]
+            (d / "loop_start.c").write_text(bf._LOOP_START)
+            bf._run(flags + ["-c", f"loop{reps}.c", "-o", f"loop{reps}.o"], d)
+            bf._run(flags + ["-c", "loop_start.c", "-o", "loop_start.o"], d)
+            bf._link(t, [str(o) for o in objs] + [f"loop{reps}.o", "loop_start.o"],
+                     f"loop{reps}.elf", d)
+            counts[reps] = bf._count_insns(d / f"loop{reps}.elf", d)
+        else:
+            flags = _avr_flags(t, opt) + cflags + [f"-DREPS={reps}u"]
+            link = ["-Wl,--gc-sections", f"loop{reps}.c", *map(str, objs), "-o",
+                    f"loop{reps}.elf"]
+            try:
+                bf._run(flags + link, d)
+            except RuntimeError as exc:
+                if "not within region `data'" not in str(exc) or objs:
+                    raise
+                # emlearn's constant arrays are .data (RAM): over the 328P's 2 KB, the
+                # same AVR core with 8 KB (3-byte PC: calls and returns 1 cycle more)
+                t = TARGETS["atmega2560"]
+                NOTES.add(d.parent.name)
+                bf._run(_avr_flags(t, opt) + cflags + [f"-DREPS={reps}u"] + link, d)
+            report = d / f"loop{reps}.report"
+            subprocess.run([str(_harness(work)), "--probe", t.simavr, str(t.clock_hz),
+                            str(d / f"loop{reps}.elf"), str(report)], check=True, timeout=120,
+                           capture_output=True)
+            counts[reps] = int(next(ln.split()[1] for ln in report.read_text().splitlines()
+                                    if ln.startswith("cycles ")))
+    return (counts[n] - counts[0]) / n
+
+
+# ---------------------------------------------------------------------- ours
+def ours(rf, Xt, yt, target, opt, work, counts):
     from export.forest import export_forest
 
     rows = []
-    for leaf, bits in (("class", None), ("proba", 8), ("proba", 16)):
-        out = export_forest(rf, Xt, leaf=leaf, leaf_bits=bits or 16)
-        dev = out.device
-        acc = float(np.mean(dev.labels(dev.encode(Xt)) == yt))
-        c = dev.container
-        walk = sum(a.nbytes for k, a in c.arrays.items()
-                   if k.startswith("node_") or k in ("tree_root", "leaf_value"))
+    for leaf, bits, _ in LEAVES:
+        dev = export_forest(rf, Xt, leaf=leaf, leaf_bits=bits or 16).device
         tag = leaf if bits is None else f"{leaf}{bits}"
-        for variant, image in ((tag, c.tobytes()),
-                               (f"{tag}_nometa", write_container(None, "forest",
-                                                                 dict(c.arrays)))):
-            d = work / f"ours_{variant}"
-            write_firmware(image, d, TARGET)
-            b = build_firmware(d, TARGET, opt=opt)
-            n_ins = bf.insns_per_inference(d, dev.encode(Xt[:16])) if insns else None
-            rows.append(dict(form=f"ours {variant}", flash=b.flash_bytes, model=len(image),
-                             walk=walk, ram=b.ram_bytes, stack=b.stack_bytes, acc=acc,
-                             nodes=dev.n_nodes, bpn=dev.resources()["bytes_per_node"],
-                             insns=n_ins))
+        rows += measure_device(dev, dev.encode(Xt), yt, tag, "ours", target, opt, work, counts)
     return rows
 
 
-def emlearn_rows(rf, Xt, yt, opt, work, insns):
+def ecoc_model():
+    """ECOC of 15 depth-4 trees (N = 3 code) on digits / 16: bench_firmware's
+    ``ecoc_tree15_3ary`` (issue 26's AVR table), with its test rows."""
+    from sklearn.datasets import load_digits
+    from sklearn.tree import DecisionTreeClassifier
+
+    from edgecode.ecoc import make_code
+    from edgecode.ecoc.classifier import ECOCClassifier
+    from export.ecoc import export_ecoc
+
+    X, y = load_digits(return_X_y=True)
+    Xs = X / 16.0
+    clf = ECOCClassifier(DecisionTreeClassifier(max_depth=4, random_state=0),
+                         code=make_code("nary", 10, 15, N=3)).fit(Xs[:1200], y[:1200])
+    dev = export_ecoc(clf, Xs[:1200]).device
+    return dev, dev.quantize(Xs[1200:]), np.searchsorted(np.unique(y[:1200]), y[1200:])
+
+
+def measure_device(dev, frames_all, yt, tag, who, target, opt, work, counts):
+    """Rows of one device in the three forms on ``target``."""
+    rows = []
+    R = REPS[target]
+    acc = float(np.mean(dev.labels(frames_all) == yt))
+    frames = frames_all[:R]
+    expect = dev.labels(frames)
+    for trees in ("table", "inline", "arrays"):
+        d = work / f"{who}_{target}_{tag}_{trees}"
+        write_firmware(dev.container, d, target, trees=trees)
+        b = build_firmware(d, target, opt=opt)
+        model = dev.container.nbytes if trees == "table" else 8
+        row = dict(target=target, leaves=tag, form=f"{who} {trees}", flash=b.flash_bytes,
+                   model=model, ram=b.ram_bytes, acc=acc, count=None, label_only=None)
+        if counts:
+            objs = [d / "build" / f"{Path(s).stem}.o"
+                    for s in runtime_sources() + [INLINE_SOURCE, TARGETS[target].image_source]
+                    if (d / "build" / f"{Path(s).stem}.o").is_file()]
+            cflags = ["-I", str(d), "-include", "model_config.h"]
+            setup = ("    if (ec_model_open(ec_model_image, ec_model_image_size, &model) "
+                     "!= EC_OK)\n        return 1;")
+            for key, dec in (("count", "decision"), ("label_only", "NULL")):
+                if key == "label_only" and trees == "table":
+                    continue
+                src = _loop_source(frames, expect, '#include "edgecode_rt.h"\n'
+                                   '#include "model_image.h"',
+                                   "infer(frames[i])", _OURS_STATE.format(decision=dec), setup)
+                sub = d / f"loop_{key}"
+                sub.mkdir(exist_ok=True)
+                row[key] = _count(target, sub, src, objs, opt, cflags, work)
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------- emlearn
+_EM_PROBE = """#include <stdint.h>
+#include "model.h"
+int16_t eml_probe_features[64];
+volatile int32_t eml_probe_label;
+int main(void)
+{
+    eml_probe_label = peer_predict(eml_probe_features, 64);
+    return 0;
+}
+"""
+
+
+def emlearn_rows(rf, Xt, yt, target, opt, work, counts):
     import emlearn
 
+    t = TARGETS[target]
+    R = REPS[target]
     rows = []
     cwd = os.getcwd()
     os.chdir(work)                     # convert's host build writes ./tmp
     try:
-        for bits in (0, 8):
+        for leaf, bits, em_bits in LEAVES:
+            tag = leaf if bits is None else f"{leaf}{bits}"
             for method in ("loadable", "inline"):
-                m = emlearn.convert(rf, method=method, leaf_bits=bits)
+                m = emlearn.convert(rf, method=method, leaf_bits=em_bits)
                 acc = float(np.mean(m.predict(Xt) == yt))
                 nodes, roots, leaves = m.forest_
-                leaf_bytes = len(leaves) * (rf.n_classes_ if bits else 1)
-                walk = (8 * len(nodes) + 4 * len(roots) + leaf_bytes) if method == "loadable" \
-                    else leaf_bytes * (bits > 0)
-                d = work / f"emlearn_{method}_{bits}"
-                flash, ram, stack, _ = bf.build_emlearn(m, "int16_t", 64, (), TARGET, opt, d,
+                leaf_bytes = len(leaves) * (rf.n_classes_ if em_bits else 1)
+                model = (8 * len(nodes) + 4 * len(roots) + leaf_bytes) if method == "loadable" \
+                    else leaf_bytes * (em_bits > 0)
+                d = work / f"emlearn_{target}_{method}_{em_bits}"
+                if t.family == "arm":
+                    flash, ram, _, _ = bf.build_emlearn(m, "int16_t", 64, (), target, opt, d,
                                                         emlearn.includedir)
-                n_ins = _emlearn_insns(d, Xt[:16].astype(np.int16), opt) if insns else None
-                rows.append(dict(form=f"emlearn {method} leaf_bits={bits}", flash=flash,
-                                 model=walk, walk=walk, ram=ram, stack=stack, acc=acc,
-                                 nodes=len(nodes), bpn=8.0 if method == "loadable" else 0.0,
-                                 insns=n_ins))
+                else:
+                    d.mkdir(parents=True, exist_ok=True)
+                    m.save(file=str(d / "model.h"), name="peer")
+                    (d / "probe.c").write_text(_EM_PROBE)
+                    # the data region lifted: a probe over the 2 KB of RAM links, and its
+                    # RAM is reported (emlearn's arrays are .data)
+                    bf._run(_avr_flags(t, opt) + ["-I", emlearn.includedir, "-Wl,--gc-sections",
+                                                  "-Wl,--defsym=__DATA_REGION_LENGTH__=0x10000",
+                                                  "probe.c", "-o", "probe.elf"], d)
+                    sec = _sections(t.size_tool, d / "probe.elf")
+                    flash, ram = t.flash_sections(sec), t.ram_sections(sec)
+                if target == "atmega328p" and ram > TARGETS[target].part.ram_bytes:
+                    NOTES.add(d.name)
+                row = dict(target=target, leaves=tag, form=f"emlearn {method}", flash=flash,
+                           model=model, ram=ram, acc=acc, count=None, label_only=None,
+                           dir=d.name)
+                if counts:
+                    Xr = Xt[:R].astype(np.int16)
+                    src = _loop_source(Xr, m.predict(Xt[:R]), '#include "model.h"',
+                                       "peer_predict(frames[i], 64)")
+                    sub = d / "loop"
+                    sub.mkdir(exist_ok=True)
+                    row["count"] = _count(target, sub, src, [], opt,
+                                          ["-I", str(d), "-I", emlearn.includedir], work)
+                rows.append(row)
     finally:
         os.chdir(cwd)
     return rows
 
 
-_EM_LOOP = """#include <stdint.h>
-#include "model.h"
-static const int16_t frames[{n}][64] = {{ {rows} }};
-volatile int32_t eml_probe_label;
-volatile uint32_t eml_probe_reps = REPS;
-int main(void)
-{{
-    uint32_t i;
-    for (i = 0; i < eml_probe_reps; i++)
-        eml_probe_label = peer_predict(frames[i], 64);
-    return 0;
-}}
-"""
-
-
-def _emlearn_insns(d, frames, opt):
-    import emlearn
-
-    t = TARGETS[TARGET]
-    rows = ", ".join("{" + ", ".join(str(int(v)) for v in r) + "}" for r in frames)
-    (d / "loop_start.c").write_text(bf._LOOP_START)
-    counts = {}
-    for reps in (0, len(frames)):
-        (d / f"loop{reps}.c").write_text(_EM_LOOP.format(n=len(frames), rows=rows))
-        flags = bf._cflags(t, opt) + ["-I", emlearn.includedir, f"-DREPS={reps}u"]
-        bf._run(flags + ["-c", f"loop{reps}.c", "-o", f"loop{reps}.o"], d)
-        bf._run(flags + ["-c", "loop_start.c", "-o", "loop_start.o"], d)
-        bf._link(t, [f"loop{reps}.o", "loop_start.o"], f"loop{reps}.elf", d)
-        counts[reps] = bf._count_insns(d / f"loop{reps}.elf", d)
-    return (counts[len(frames)] - counts[0]) / len(frames)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", default="cortex-m4,atmega328p",
+                    help="comma list of cortex-m4, atmega328p")
     ap.add_argument("--opt", default="-Os", help="optimisation of every build")
-    ap.add_argument("--insns", action="store_true", help="instructions per inference under "
-                    "QEMU (slower)")
+    ap.add_argument("--no-counts", action="store_true", help="flash only (no QEMU/simavr runs)")
     ap.add_argument("--keep", default=None, help="build here and keep the files")
+    ap.add_argument("--ecoc", action="store_true", help="also an ECOC of 15 depth-4 trees "
+                    "(N = 3) in the three forms (no emlearn counterpart)")
     a = ap.parse_args()
-    why = toolchain_missing(TARGET, run=a.insns)
-    if why:
-        raise SystemExit(f"toolchain for {TARGET}: {why}")
+    targets = [s for s in a.targets.split(",") if s]
+    for target in targets:
+        if target not in REPS:
+            raise SystemExit(f"--targets: {target!r} is not one of {sorted(REPS)}")
+        why = toolchain_missing(target, run=not a.no_counts)
+        if why:
+            raise SystemExit(f"toolchain for {target}: {why}")
     import emlearn
     work = Path(a.keep or tempfile.mkdtemp(prefix="bench_forest_")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     print(f"# machine: {machine()}")
-    print(f"# RandomForestClassifier(15, max_depth=4) on digits x 16; {TARGET} {a.opt}; "
-          f"emlearn {getattr(emlearn, '__version__', '?')}")
+    print(f"# RandomForestClassifier(15, max_depth=4) on digits x 16; {a.opt}; emlearn "
+          f"{getattr(emlearn, '__version__', '?')}; counts: cortex-m4 instructions (QEMU), "
+          "atmega328p cycles (simavr, exact)")
     rf, Xt, yt = fit()
-    rows = ours(rf, Xt, yt, a.opt, work, a.insns) + emlearn_rows(rf, Xt, yt, a.opt, work,
-                                                                  a.insns)
-    ref = {r["form"]: r["flash"] for r in rows}
-    small = min(ref[f] for f in ref if f.startswith("emlearn") and "bits=0" in f)
     out = []
-    for r in rows:
-        out.append([r["form"], r["flash"], r["model"], r["flash"] - r["model"], r["walk"],
-                    r["nodes"], f"{r['bpn']:.1f}", r["ram"], r["stack"],
-                    f"{r['flash'] / small:.2f}", f"{r['acc']:.3f}",
-                    "-" if r["insns"] is None else f"{r['insns']:.0f}"])
-    print_table(["form", "flash_B", "model_B", "code_B", "walk_B", "nodes", "B_per_node",
-                 "ram_B", "stack_B", "flash_vs_emlearn_smallest", "accuracy", "insns"], out)
+    ecoc = ecoc_model() if a.ecoc else None
+    for target in targets:
+        rows = ours(rf, Xt, yt, target, a.opt, work, not a.no_counts) + \
+            emlearn_rows(rf, Xt, yt, target, a.opt, work, not a.no_counts)
+        for r in rows:
+            em = [e for e in rows if e["form"].startswith("emlearn") and
+                  e["leaves"] == r["leaves"]]
+            small = min(e["flash"] for e in em)
+            fast = min(e["count"] for e in em) if not a.no_counts else None
+
+            def ratio(v):
+                return "-" if v is None or fast is None else f"{v / fast:.2f}"
+            out.append([r["target"], r["leaves"], r["form"], r["flash"], r["model"], r["ram"],
+                        f"{r['flash'] / small:.2f}",
+                        "-" if r["count"] is None else f"{r['count']:.0f}", ratio(r["count"]),
+                        "-" if r["label_only"] is None else f"{r['label_only']:.0f}",
+                        ratio(r["label_only"]), f"{r['acc']:.3f}",
+                        "RAM over 2 KB: cycles on atmega2560" if r.get("dir") in NOTES else ""])
+        if ecoc is not None:
+            for r in measure_device(ecoc[0], ecoc[1], ecoc[2], "ecoc_tree15_3ary", "ours",
+                                    target, a.opt, work, not a.no_counts):
+                out.append([r["target"], r["leaves"], r["form"], r["flash"], r["model"],
+                            r["ram"], "-", "-" if r["count"] is None else f"{r['count']:.0f}",
+                            "-", "-" if r["label_only"] is None else f"{r['label_only']:.0f}",
+                            "-", f"{r['acc']:.3f}", "ECOC: no emlearn counterpart"])
+    print_table(["target", "leaves", "form", "flash_B", "model_B", "ram_B",
+                 "flash_vs_emlearn_smaller", "per_inference", "vs_emlearn_faster",
+                 "label_only", "label_only_vs_emlearn_faster", "accuracy", "note"], out)
     if not a.keep:
         import shutil
         shutil.rmtree(work, ignore_errors=True)

@@ -51,6 +51,7 @@ from sklearn.utils.validation import check_is_fitted
 from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_inputs
 
+from ._trees_onnx import _tree_ensemble
 from .pipeline import fold_pipeline
 from .result import ExportResult
 from .onnx_utils import (IR_VERSION, ONNX_FORMAT_VERSION, OPSET, class_labels_initializer,
@@ -473,44 +474,15 @@ def _symbols_linear(arrays, q, nodes, inits):
 
 
 def _symbols_tree(arrays, qf, nodes, inits):
-    """Nodes from ``qf`` (float32 (N, d)) to 'symbols' int64 and 'sym_f' float32."""
-    feat, thr = arrays["tree_feature"], arrays["tree_threshold"]
-    left, right, leaf, root = (arrays["tree_left"], arrays["tree_right"], arrays["tree_leaf"],
-                               arrays["tree_root"])
-    m = root.shape[0]
-    ends = list(root[1:]) + [feat.shape[0]]
-    a = {k: [] for k in ("treeids", "nodeids", "featureids", "values", "modes", "true", "false")}
-    t_tree, t_node, t_id, t_w = [], [], [], []
-    for j in range(m):
-        r0, r1 = int(root[j]), int(ends[j])
-        for g in range(r0, r1):
-            a["treeids"].append(j)
-            a["nodeids"].append(g - r0)
-            if feat[g] >= 0:
-                a["featureids"].append(int(feat[g]))
-                a["values"].append(float(thr[g]))
-                a["modes"].append("BRANCH_LEQ")
-                a["true"].append(int(left[g]) - r0)
-                a["false"].append(int(right[g]) - r0)
-            else:
-                a["featureids"].append(0)
-                a["values"].append(0.0)
-                a["modes"].append("LEAF")
-                a["true"].append(0)
-                a["false"].append(0)
-                t_tree.append(j)
-                t_node.append(g - r0)
-                t_id.append(j)
-                t_w.append(float(leaf[g]))
-    nodes.append(helper.make_node(
-        "TreeEnsembleRegressor", [qf], ["sym_f"], domain="ai.onnx.ml",
-        n_targets=m, aggregate_function="SUM", post_transform="NONE",
-        nodes_treeids=a["treeids"], nodes_nodeids=a["nodeids"],
-        nodes_featureids=a["featureids"], nodes_values=a["values"], nodes_modes=a["modes"],
-        nodes_truenodeids=a["true"], nodes_falsenodeids=a["false"],
-        nodes_missing_value_tracks_true=[0] * len(a["modes"]),
-        target_treeids=t_tree, target_nodeids=t_node, target_ids=t_id, target_weights=t_w))
-    nodes.append(helper.make_node("Cast", ["sym_f"], ["symbols"], to=TensorProto.INT64))
+    """Nodes from ``qf`` (float32 (N, d)) to 'symbols' int64 and 'sym_f' float32: the
+    trees in the compact node format (kind forest's), one ensemble target per
+    column whose value is the leaf reached, which is the symbol."""
+    tree_arrays = {k: arrays[k] for k in ("tree_root", "node_feature", "node_threshold",
+                                          "node_left", "node_right")}
+    tree_arrays["n_classes"] = np.asarray(arrays["n_symbols"], np.int64)   # L = N symbols
+    leaves = _tree_ensemble(tree_arrays, qf, nodes)
+    nodes.append(helper.make_node("Identity", [leaves], ["symbols"]))
+    nodes.append(helper.make_node("Identity", ["leaf_f"], ["sym_f"]))
 
 
 def _hamming(arrays, nodes, inits):

@@ -40,17 +40,19 @@ import firmware_sim
 from export.targets import TARGETS, get_target, toolchain_missing
 from firmware_sim._parallel import n_threads
 from firmware_sim.artifact import Container, read_container
+from firmware_sim.c_inline import INLINE_SOURCE, stamp
 
 __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "run_firmware_measured",
            "toolchain_missing", "FirmwareBuild", "FirmwareRun", "decision_integers",
            "runtime_sources", "CORE_SOURCES", "RUNTIME_HEADERS",
-           "remove_stale_sources", "target_profile", "target_limits", "oversize"]
+           "remove_stale_sources", "target_profile", "target_limits", "oversize",
+           "TREE_FORMS", "INLINE_SOURCE"]
 
 #: The runtime's own C sources (``firmware_sim/c``), in link order; each kind
 #: adds its ``c_sources`` (a hook of its device class) after them.
 CORE_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c")
 #: Its headers: the API, what a kind implements, the kind table.
-RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h")
+RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h", "ec_trees.h")
 
 _C_DIR = Path(firmware_sim.__file__).resolve().parent / "c"
 
@@ -59,7 +61,15 @@ _WARN = ["-Wall", "-Wextra", "-Werror", "-pedantic"]
 #: Files a firmware folder may hold that another target's write does not
 #: (removed when the folder is rewritten for another target).
 _TARGET_FILES = ("model_image.c", "model_image.S", "startup.c", "link.ld", "probe_start.c",
-                 "ec_simavr.c", "ec_counter.h")
+                 "ec_simavr.c", "ec_counter.h", INLINE_SOURCE)
+
+#: ``trees`` of :func:`write_firmware`: the image read by the runtime, or the
+#: model as generated code (:mod:`firmware_sim.c_inline`).
+TREE_FORMS = ("table", "inline", "arrays")
+#: The runtime files an inline build keeps: ``ec_status_name`` (the runner's
+#: messages; the image checks beside it are dropped by --gc-sections) and the
+#: quantizer's exact arithmetic.
+INLINE_CORE_SOURCES = ("ec_container.c", "ec_quantize.c")
 
 
 def _target(name):
@@ -233,7 +243,8 @@ void *memset(void *dst, int c, size_t n)
 """
 
 
-def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=True):
+def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=True,
+                   trees="table"):
     """Write the C99 firmware of an artifact into ``out_dir``.
 
     Parameters
@@ -261,13 +272,25 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
         ``out_dir`` as it was; then the other kinds' sources an earlier
         firmware left there are removed. False: written in place (for a
         folder that is itself a temporary one).
+    trees : {"table", "inline"}
+        ``"table"`` (default): the image, verified and read in place by the
+        runtime. ``"inline"``: the model as C code (a tree model only: its
+        device class's ``c_inline`` hook; :mod:`firmware_sim.c_inline`), the
+        fastest and smallest build: ``ec_inline.c`` implements the same API
+        (``ec_model_open``, ``ec_infer``, ``ec_quantize``, ...) with the same
+        labels and decision integers; the image is replaced by an 8-byte
+        stamp (``"ECIL"`` and the container's CRC-32) that ``ec_model_open``
+        checks, so nothing is verified at run time and no other image can be
+        opened (``kinds`` must be ``"model"``). ``"arrays"``: the same, with
+        the image's node arrays compiled in as constants and walked by one
+        loop (the smallest form; slower than ``"inline"``).
 
     Returns
     -------
     dict
         ``dir``, ``target``, ``files`` (names written), ``kind``, ``sources``
         (the runtime's C files for this build), ``frame_width``,
-        ``decision_len``, ``workspace_bytes``.
+        ``decision_len``, ``workspace_bytes``, ``trees``.
 
     Examples
     --------
@@ -281,6 +304,10 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
     t = _target(target)
     if kinds not in ("model", "all"):
         raise ValueError(f"kinds must be 'model' or 'all'; got {kinds!r}")
+    if trees not in TREE_FORMS:
+        raise ValueError(f"trees must be one of {TREE_FORMS}; got {trees!r}")
+    if trees != "table" and kinds != "model":
+        raise ValueError(f"trees={trees!r} builds one model's code: kinds must be 'model'")
     raw = _image_bytes(artifact)
     parsed = read_container(raw)
     if parsed.protect is not None:
@@ -288,6 +315,13 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
                          "does not decode image protection yet: write the firmware of the "
                          "unprotected image (docs/protection.md, 'Not done yet')")
     device = firmware_sim.load(parsed)
+    inline = None
+    if trees != "table":
+        inline = device.c_inline(stamp(raw), "code" if trees == "inline" else "arrays")
+        if inline is None:
+            raise ValueError(f"kind {device.container.kind!r} has no inline form (its device "
+                             f"class {type(device).__name__} has no c_inline code generator): "
+                             "use trees='table'")
     if len(raw) > t.max_image_bytes:
         raise ValueError(f"the image ({len(raw):,} B) is too large for {t.name}: the AVR runtime "
                          f"reads it from the first 64 KB of flash (__flash, EC_ROM), at most "
@@ -299,18 +333,20 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
 
         out.absolute().parent.mkdir(parents=True, exist_ok=True)
         with AtomicOutputs(dirs=[out]) as tmp:
-            info = _write_files(raw, device, tmp[out], t, kinds)
+            info = _write_files(raw, device, tmp[out], t, kinds, inline, trees)
         remove_stale_sources(out, info["sources"], info["files"])
         info["dir"] = str(out)
         return info
     out.mkdir(parents=True, exist_ok=True)
-    return _write_files(raw, device, out, t, kinds)
+    return _write_files(raw, device, out, t, kinds, inline, trees)
 
 
-def _write_files(raw, device, out, t, kinds):
+def _write_files(raw, device, out, t, kinds, inline=None, trees="table"):
     kind = device.container.kind
     cls = _c_runtime(device)
     sources = runtime_sources(cls if kinds == "model" else None)
+    if inline is not None:
+        sources = list(INLINE_CORE_SOURCES)
     glue = t.glue()
     keep = {name for _, name in glue} | {t.image_source}
     for name in runtime_sources() + list(_TARGET_FILES):
@@ -323,7 +359,19 @@ def _write_files(raw, device, out, t, kinds):
     for src, name in glue:
         shutil.copyfile(_C_DIR / src, out / name)
         files.append(name)
-    if kinds == "model":
+    if inline is not None:
+        (out / INLINE_SOURCE).write_text(inline)
+        files.append(INLINE_SOURCE)
+        (out / "ec_config.h").write_text(
+            f"/* ec_config.h - generated by `edgecode firmware --trees {trees}`: the model is\n"
+            f"   code ({INLINE_SOURCE}, {kind}); no kind of the runtime is compiled in (see\n"
+            "   firmware_sim/c/ec_config.h). */\n"
+            "#ifndef EC_CONFIG_H\n#define EC_CONFIG_H\n"
+            "#ifndef EC_ALL_KINDS\n#define EC_ALL_KINDS 0\n#endif\n"
+            "#define EC_INLINE_MODEL 1\n"
+            "/* #define EC_WITH_FLOAT 1   (ec_quantize_float / ec_quantize_double) */\n"
+            "#endif /* EC_CONFIG_H */\n")
+    elif kinds == "model":
         macro = cls.c_switch
         own = "".join(f"#ifndef {k}\n#define {k} {int(v)}   /* this model's */\n#endif\n"
                       for k, v in device.c_defines().items())
@@ -342,7 +390,8 @@ def _write_files(raw, device, out, t, kinds):
     if t.arm:
         (out / "probe_start.c").write_text(_PROBE_START)
         files.append("probe_start.c")
-    (out / t.image_source).write_text(_image_file(raw, t))
+    image = raw if inline is None else stamp(raw)
+    (out / t.image_source).write_text(_image_file(image, t))
     (out / "model_image.h").write_text(_MODEL_IMAGE_H.format(source=t.image_source))
     frame_width = int(device.frame_width)
     dlen = sum(int(width) for _, width in device.decision_layout())
@@ -355,15 +404,18 @@ def _write_files(raw, device, out, t, kinds):
         f"#define EC_FRAME_WIDTH {frame_width}\n"
         f"#define EC_DECISION_LEN {dlen}\n"
         f"#define EC_WORKSPACE_BYTES {ws}\n"
-        f"#define EC_IMAGE_BYTES {len(raw)}\n"
+        f"#define EC_IMAGE_BYTES {len(image)}\n"
+        + ("#define EC_TREES_INLINE 1   /* the model is code: ec_inline.c */\n"
+           if inline is not None else "") +
         "#endif\n")
     (out / "probe.c").write_text(_PROBE)
     files += [t.image_source, "model_image.h", "model_config.h", "probe.c"]
-    (out / "Makefile").write_text(_makefile(t, sources))
+    (out / "Makefile").write_text(_makefile(t, sources + ([INLINE_SOURCE] if inline else [])))
     files.append("Makefile")
     return {"dir": str(out), "target": t.name, "files": files, "kind": kind,
-            "sources": sources, "frame_width": frame_width, "decision_len": dlen,
-            "workspace_bytes": ws}
+            "sources": sources + ([INLINE_SOURCE] if inline is not None else []),
+            "frame_width": frame_width, "decision_len": dlen, "workspace_bytes": ws,
+            "trees": trees}
 
 
 _MODEL_IMAGE_H = """\
@@ -620,7 +672,8 @@ def build_firmware(out_dir, target="host", *, opt=None, sanitize=False, probe=Tr
                            f"run write_firmware for {t.name} first")
     probe = probe and not sanitize
     opt = t.opt if opt is None else opt
-    sources = [n for n in runtime_sources() if (d / n).is_file()] + [t.image_source]
+    sources = [n for n in runtime_sources() + [INLINE_SOURCE] if (d / n).is_file()] \
+        + [t.image_source]
     cflags = _WARN + [opt] + t.compile_flags() + ["-include", "model_config.h", "-I", str(d),
                                                   "-ffunction-sections", "-fdata-sections"]
     if sanitize:

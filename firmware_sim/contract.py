@@ -98,6 +98,7 @@ class BaseDevice:
     ``default_site``                 ``"wire"``
     ``c_sources``, ``c_switch``      ``()``, ``None``: no C runtime
     ``c_defines()``                  ``{}``: no ``ec_config.h`` settings of its own
+    ``c_inline(stamp)``              ``None``: no code-generated form (``--trees inline``)
     ``runtime_bytes``                ``{}``: no measured C runtime on any profile
     ``check_container(container)``   the container's kind is ``kind``
     ``decision_layout()``            ``()``: no decision integers in the C runner
@@ -228,6 +229,18 @@ class BaseDevice:
         e.g. to compile in only the code paths this image needs. The default
         has none."""
         return {}
+
+    def c_inline(self, stamp: bytes, form: str = "code") -> Optional[str]:
+        """The C file of a firmware in which this model is code rather than an
+        image (``edgecode firmware --trees inline``, ``form="code"``, or
+        ``--trees arrays``, ``form="arrays"``: the model's arrays compiled in;
+        :mod:`firmware_sim.c_inline`):
+        the whole API of ``edgecode_rt.h`` for this model alone, whose
+        ``ec_model_open`` accepts the 8-byte ``stamp`` only
+        (:func:`firmware_sim.c_inline.stamp`), with the labels and decision
+        integers of :meth:`decision_rows`. The default is None: the kind has
+        no such form."""
+        return None
 
     def workspace_bytes(self) -> int:
         """Upper bound of the C runtime's ``ec_workspace_bytes`` for this image

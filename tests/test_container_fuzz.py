@@ -275,6 +275,37 @@ def _ecoc_tree():
                             tree=_TREE)
 
 
+def _ecoc_tree_node_col1():
+    """_ecoc_tree with a decision node in column 1 (constant learner, symbol 1) whose
+    both leaves are symbol 1."""
+    return {**_ecoc_tree(), "tree_root": np.array([2, 3, 4], np.uint8),
+            "node_feature": np.array([0, 1, 1], np.uint8),
+            "node_threshold": np.array([10, 3, -5], np.int16),
+            "node_left": np.array([0, 1, 0], np.uint8),
+            "node_right": np.array([1, 1, 1], np.uint8)}
+
+
+def test_ecoc_trees_are_compacted_to_the_forest_node_format():
+    """make_ecoc_arrays turns scikit-learn's global node arrays into the compact
+    format (issue 26): decision nodes only, the symbols as leaves, narrow dtypes; a
+    node whose threshold is outside int16 becomes the child every input takes."""
+    a = _ecoc_tree()
+    assert {k: a[k].tolist() for k in ("tree_root", "node_feature", "node_threshold",
+                                       "node_left", "node_right")} == {
+        "tree_root": [2, 1, 3], "node_feature": [0, 1], "node_threshold": [10, -5],
+        "node_left": [0, 0], "node_right": [1, 1]}
+    assert a["node_left"].dtype == np.uint8 and a["node_threshold"].dtype == np.int16
+    assert not any(k.startswith("tree_") and k != "tree_root" for k in a)
+    load_ecoc(write_container(None, "ecoc", _ecoc_tree_node_col1()))
+    # thresholds beyond int16: 40000 (every input goes left), -40000 (right)
+    wide = make_ecoc_arrays(_TREE_CODE, [0, 1, 1, 0, 1], [2, 1, 2], [0.0, 0.0], [0, 0],
+                            tree={**_TREE, "threshold": [40000, 0, 0, 0, -40000, 0, 0]})
+    assert wide["tree_root"].tolist() == [0, 1, 1] and wide["node_feature"].size == 0
+    dev = load_ecoc(write_container(None, "ecoc", wide))
+    q = np.array([[-32768, -32768], [32767, 32767]], np.int16)
+    assert dev.learner_outputs(q).tolist() == [[0, 1, 1], [0, 1, 1]]
+
+
 def test_ecoc_clean_images_load_and_run():
     q = np.array([[0, 0], [32767, -32768], [-32768, 32767], [11, -5]], np.int16)
     for arrays in (_ecoc_linear(), _ecoc_nary(), _ecoc_tree()):
@@ -357,40 +388,40 @@ ECOC_RULES = {
                                         "lin_bias": np.full(4, 2**63 - 2**40, np.int64)},
                              r"'lin_weights' and 'lin_bias': score 0"),
     "lin_bias missing": (_ecoc_linear, lambda a: _with(a, lin_bias=None), "'lin_bias' is missing"),
-    # trees
-    "tree_root range": (_ecoc_tree, lambda a: _set(a, "tree_root", 1, 7),
-                        r"'tree_root' must index 'tree_feature' \(values in \[0, 7\)\)"),
-    "tree_root negative": (_ecoc_tree, lambda a: _set(a, "tree_root", 0, -1), "'tree_root'"),
-    "tree_feature range": (_ecoc_tree, lambda a: _set(a, "tree_feature", 0, 2),
-                           r"'tree_feature' must be a feature in \[0, 2\) or -1"),
-    "tree_feature below -1": (_ecoc_tree, lambda a: _set(a, "tree_feature", 1, -2),
-                              "'tree_feature'"),
-    "root's left child is itself": (_ecoc_tree, lambda a: _set(a, "tree_left", 0, 0),
-                                    r"'tree_left' must point after its parent .* "
-                                    r"tree_left\[0\] = 0"),
-    "child points backwards (a cycle)": (_ecoc_tree, lambda a: _set(a, "tree_right", 4, 0),
-                                         r"tree_right\[4\] = 0 at internal node 4"),
-    "child out of range": (_ecoc_tree, lambda a: _set(a, "tree_right", 4, 7),
-                           "'tree_right' must point after its parent and inside the 7 nodes"),
-    "leaf with a child": (_ecoc_tree, lambda a: _set(a, "tree_left", 1, 2),
-                          r"'tree_left' must be -1 at a leaf .* tree_left\[1\] = 2"),
-    "shared node": (_ecoc_tree, lambda a: _set(a, "tree_right", 0, 1),
-                    "node 1 has 2 references"),
-    "node shared across trees": (_ecoc_tree, lambda a: _set(a, "tree_right", 4, 3),
-                                 "'tree_right'"),
-    "orphan": (_ecoc_tree, lambda a: _set(a, "tree_root", 1, 2), "node 2 has 2 references"),
-    "orphan node": (_ecoc_tree, lambda a: _set(a, "tree_root", 2, 5),
-                    r"node 4 has no parent and is no column's root \(orphan\)"),
-    "tree_leaf range": (_ecoc_tree, lambda a: _set(a, "tree_leaf", 2, 2),
-                        r"'tree_leaf' must hold a symbol in \[0, n_symbols = 2\) at a leaf"),
-    "tree_leaf negative": (_ecoc_tree, lambda a: _set(a, "tree_leaf", 2, -1), "'tree_leaf'"),
-    "tree_leaf not the column's": (_ecoc_tree, lambda a: _set(a, "tree_leaf", 3, 0),
-                                   r"tree_leaf\[3\] = 0 in the tree of column 1 "
-                                   r"\(symbols \[1\]\)"),
-    "too few nodes": (_ecoc_tree, lambda a: {**a, **{k: a[k][:2] for k in a
-                                                     if k.startswith("tree_") and
-                                                     k != "tree_root"}},
-                      "at least one node per column"),
+    # trees: the compact node format of kind forest (issue 26); _TREE compacts to
+    # tree_root [2, 1, 3], node_feature [0, 1], node_threshold [10, -5],
+    # node_left [0, 0], node_right [1, 1] (N = 2 symbols: references 0, 1 are leaves)
+    "tree_root beyond the nodes": (_ecoc_tree, lambda a: _set(a, "tree_root", 2, 9),
+                                   r"'tree_root' must name a leaf or the next unused node .* "
+                                   r"tree_root\[2\] = 9"),
+    "tree_root skips a node": (_ecoc_tree, lambda a: _set(a, "tree_root", 0, 3),
+                               r"tree_root\[0\] = 3"),
+    "shared node": (_ecoc_tree, lambda a: _set(a, "tree_root", 2, 2), r"tree_root\[2\] = 2"),
+    "orphan node": (_ecoc_tree, lambda a: _set(a, "tree_root", 2, 1),
+                    r"'node_feature' must hold only the trees' nodes"),
+    "tree_root per column": (_ecoc_tree, lambda a: {**a, "tree_root": a["tree_root"][:2]},
+                             "'tree_root'"),
+    "node_feature range": (_ecoc_tree, lambda a: _set(a, "node_feature", 0, 2),
+                           r"'node_feature' must be a feature in \[0, n_features = 2\)"),
+    "node_left not the next node": (_ecoc_tree, lambda a: _set(a, "node_left", 0, 3),
+                                    r"'node_left' must name a leaf \(< 2\) or the next node"),
+    "node_right past the nodes": (_ecoc_tree, lambda a: _set(a, "node_right", 1, 2),
+                                  "must reference nodes inside the 2 nodes"),
+    "reference dtypes differ": (_ecoc_tree,
+                                lambda a: {**a, "node_right": a["node_right"].astype(np.uint16)},
+                                "'node_left' and 'node_right' must have one dtype"),
+    "signed feature ids": (_ecoc_tree,
+                           lambda a: {**a, "node_feature": a["node_feature"].astype(np.int16)},
+                           "'node_feature' must have dtype uint8 or uint16 or uint32"),
+    "int32 thresholds": (_ecoc_tree,
+                         lambda a: {**a, "node_threshold": a["node_threshold"].astype(np.int32)},
+                         "'node_threshold'"),
+    "leaf not the column's": (_ecoc_tree, lambda a: _set(a, "tree_root", 1, 0),
+                              r"'tree_root' must reach only symbols of its column's learner; "
+                              r"got tree_root\[1\] = 0 .* column 1 \(symbols \[1\]\)"),
+    "node leaf not the column's": (_ecoc_tree_node_col1, lambda a: _set(a, "node_left", 1, 0),
+                                   r"'node_left' must reach only symbols of its column's "
+                                   r"learner; got node_left\[1\] = 0"),
 }
 
 
@@ -521,9 +552,9 @@ def test_cli_bad_images_are_one_line_errors(tmp_path, images, capsys):
     write_container(bad_offset, "ecoc", _set(dict(lin.arrays), "col_out_offset", 1, 2**30),
                     lin.meta)
     tree = read_container(images["ecoc_tree"])
-    root = int(tree.arrays["tree_root"][0])
-    cycle = tmp_path / "cycle.edgc"                     # used to hang
-    write_container(cycle, "ecoc", _set(dict(tree.arrays), "tree_left", root, root), tree.meta)
+    cycle = tmp_path / "cycle.edgc"                     # used to hang (a cycle, int32 nodes)
+    write_container(cycle, "ecoc", _set(dict(tree.arrays), "node_left", 0,
+                                        int(tree.arrays["n_symbols"][0]) + 3), tree.meta)
     garbage = tmp_path / "garbage.edgc"
     garbage.write_bytes(b"not a container")
     runs = [
@@ -535,7 +566,7 @@ def test_cli_bad_images_are_one_line_errors(tmp_path, images, capsys):
           "--data", "iris"], "'col_out_offset'"),
         (["simulate", str(bad_offset), "--eps", "0.1", "--data", "house_votes"],
          "'col_out_offset'"),
-        (["simulate", str(cycle), "--eps", "0.1", "--data", "iris"], "'tree_left'"),
+        (["simulate", str(cycle), "--eps", "0.1", "--data", "iris"], "'node_left'"),
         (["upsets", str(garbage)], "bad magic"),
     ]
     for argv, match in runs:
@@ -549,7 +580,7 @@ def test_cli_bad_images_are_one_line_errors(tmp_path, images, capsys):
     script = "import sys; from export.cli import main; sys.exit(main(sys.argv[1:]))"
     for argv, match in [(["upsets", str(bad_offset), "--data", "iris"], "'col_out_offset'"),
                         (["campaign", str(cycle), "--fault", "bsc", "--set", "eps=0.1",
-                          "--trials", "5", "--data", "iris"], "'tree_left'")]:
+                          "--trials", "5", "--data", "iris"], "'node_left'")]:
         proc = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True,
                               text=True, timeout=120, env=env)
         err = proc.stderr.strip().splitlines()

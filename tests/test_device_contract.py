@@ -161,7 +161,7 @@ def _end_to_end_labels(kind, raw, X):
 
 @pytest.mark.parametrize("name, array, stride", [
     ("iris_linear", "lin_weights", 1), ("iris_linear", "lin_bias", 7),
-    ("digits_tree_nary", "tree_threshold", 5), ("digits_tree_nary", "tree_leaf", 3),
+    ("digits_tree_nary", "node_threshold", 5), ("digits_tree_nary", "node_left", 3),
     ("ssbc_table", "projection", 11), ("ssbc_table", "table_codes", 13)])
 def test_upset_table_equals_end_to_end_runs_of_each_faulty_image(request, name, array, stride):
     dev, X, _ = _get(request, name)

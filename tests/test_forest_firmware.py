@@ -142,17 +142,19 @@ def test_a_build_for_one_models_widths_refuses_other_widths(tmp_path):
 
 
 # ---------------------------------------------------------------------- loader parity
-def _structural_mutants(dev):
+def _structural_mutants(dev, L=None):
     """Edits of the node arrays a bit flip rarely makes: every reference moved by
     one, swapped children, a node cut out, a root pointing elsewhere, the
-    reference dtypes mixed, a tree 65 levels deep."""
+    reference dtypes mixed, a tree 65 levels deep. ``L``: the leaves (a forest's
+    ``n_leaves``; an ECOC tree device's ``n_symbols``)."""
     c = dev.container
     a = {k: np.array(v) for k, v in c.arrays.items()}
-    L = dev.n_leaves
+    L = dev.n_leaves if L is None else L
+    n_nodes = a["node_feature"].shape[0]
     out = []
 
     def emit(label, arrays):
-        out.append((label, write_container(None, "forest", arrays, c.meta or None)))
+        out.append((label, write_container(None, c.kind, arrays, c.meta or None)))
 
     for name in ("node_left", "node_right", "tree_root"):
         for i in list(range(min(6, a[name].shape[0]))) + [a[name].shape[0] - 1]:
@@ -164,7 +166,7 @@ def _structural_mutants(dev):
                     continue
                 b[name] = v.astype(b[name].dtype)
                 emit(f"{name}[{i}] {delta:+d}", b)
-    if dev.n_nodes:
+    if n_nodes:
         b = dict(a)
         b["node_left"], b["node_right"] = a["node_right"], a["node_left"]
         emit("children swapped", b)
@@ -179,12 +181,14 @@ def _structural_mutants(dev):
         b = dict(a)
         b["node_feature"] = a["node_feature"].astype(np.uint32)
         emit("uint32 feature ids", b)
-    # a 65-level chain: the opener's stack bound
+    # a 65-level chain: the opener's stack bound (the other trees one-leaf ones)
     n = 65
     chain = dict(a)
+    roots = np.zeros(a["tree_root"].shape[0], np.uint16)
+    roots[0] = L
     chain.update(node_feature=np.zeros(n, np.uint8), node_threshold=np.zeros(n, np.int16),
                  node_left=np.full(n, L, np.uint16), node_right=np.zeros(n, np.uint16),
-                 tree_root=np.array([L], np.uint16))
+                 tree_root=roots)
     chain["node_left"][-1] = 0
     emit("chain of 65 levels", chain)
     chain64 = {k: (v[1:] if k.startswith("node_") else v) for k, v in chain.items()}
@@ -209,6 +213,32 @@ def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
             mutants.append((label, m))
     mutants += list(fz.set_mutants(raw, 3)) + list(fz.shape_mutants(raw))
     mutants += _structural_mutants(dev)
+    disagree, accepted = [], 0
+    for (label, m), (c_ok, msg) in zip(mutants, check_images(b.runner, [m for _, m in mutants])):
+        py_ok = _python_accepts(m)
+        accepted += c_ok
+        if c_ok != py_ok:
+            disagree.append(f"{label}: python {'accepts' if py_ok else 'refuses'}, C {msg}")
+    assert not disagree, f"{len(disagree)} of {len(mutants)} mutants:\n" + "\n".join(disagree[:15])
+    assert 0 < accepted < len(mutants)
+
+
+@pytest.mark.parametrize("name", ["ecoc_tree_3ary", "ecoc_tree_ternary"])
+def test_c_loader_on_ecoc_trees_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
+    """ECOC tree learners share the node format (issue 26): the same structural
+    mutants, with the N symbols as the leaves, plus bit flips of the node arrays."""
+    import container_fuzz_driver as fz
+    from test_firmware import _model as _fw_model
+
+    _need("host")
+    dev, _ = _fw_model(name)
+    raw = dev.container.tobytes()
+    write_firmware(raw, tmp_path, "host", kinds="all")
+    b = build_firmware(tmp_path, "host", opt="-O1", sanitize=True, probe=False)
+    lo, hi = _meta_range(raw)
+    mutants = [(label, m) for label, m in fz.flip_mutants(raw, 150, np.random.default_rng(3))
+               if not lo <= int(label.split()[2]) < hi]
+    mutants += _structural_mutants(dev, L=int(dev.n_symbols))
     disagree, accepted = [], 0
     for (label, m), (c_ok, msg) in zip(mutants, check_images(b.runner, [m for _, m in mutants])):
         py_ok = _python_accepts(m)

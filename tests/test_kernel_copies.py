@@ -27,7 +27,8 @@ from firmware_sim._kernels.bits import _pack_bits as device_pack
 from firmware_sim._kernels.bits import _popcount64 as device_popcount
 from firmware_sim.kinds._kernels.ecoc import _decode_packed, _decode_symbols, _linear_scores, \
     _scores_to_symbols
-from firmware_sim.kinds._kernels.ecoc import _tree_symbols as device_tree
+from firmware_sim.kinds._kernels.forest import _forest_leaves as device_leaves
+from firmware_sim.kinds.ecoc import compact_trees
 from firmware_sim.kinds._kernels.ssbc import _hamming_knn
 from firmware_sim.kinds.ssbc import _POPCNT8
 
@@ -127,19 +128,24 @@ def _random_forest(rng, n_trees, n_features, n_symbols):
 @pytest.mark.parametrize("seed", range(6))
 def test_tree_walk_copies_agree(seed):
     """Same trees, same integer inputs: the host walks float32 inputs against float64
-    thresholds, the device int16 inputs against int32 thresholds (left iff <=;
-    inputs drawn near the thresholds so that equality is hit often)."""
+    thresholds, the device int16 inputs against the compact node format's int16
+    thresholds (``compact_trees``, then the forest walk every tree model shares:
+    issue 26; left iff <=; inputs drawn near the thresholds so that equality is
+    hit often)."""
     rng = np.random.default_rng(seed)
     n_features, n_trees = 7, 9
     f, t, lft, rgt, leaf, root = _random_forest(rng, n_trees, n_features, 3)
     q = rng.integers(-22, 23, size=(300, n_features)).astype(np.int16)
     host = np.empty((300, n_trees), np.int16)
-    dev = np.empty((300, n_trees), np.int16)
     host_tree(np.ascontiguousarray(q, np.float32), f.astype(np.int64), t.astype(np.float64),
               lft.astype(np.int64), rgt.astype(np.int64), leaf.astype(np.int16),
               root.astype(np.int64), host)
-    device_tree(q, f.astype(np.int32), t.astype(np.int32), lft.astype(np.int32),
-                rgt.astype(np.int32), leaf.astype(np.int16), root.astype(np.int32), dev)
+    a = compact_trees(f, t, lft, rgt, leaf, root, 3)
+    leaves = np.empty((300, n_trees), np.int32)
+    device_leaves(q, a["node_feature"].astype(np.int64), a["node_threshold"].astype(np.int32),
+                  a["node_left"].astype(np.int64), a["node_right"].astype(np.int64),
+                  a["tree_root"].astype(np.int64), 3, leaves)
+    dev = leaves.astype(np.int16)                  # a leaf id is its symbol
     np.testing.assert_array_equal(host, dev)
     assert (q[:, None, :] == t[None, :, None]).any()      # ties exercised
 

@@ -144,7 +144,7 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
         # and re-runs the whole device (firmware_sim's device contract)
         from firmware_sim.campaign import run_campaign
         from firmware_sim.faults import ParameterUpset
-        arrays = ["lin_weights"] if dev.learner_kind == "linear" else ["tree_threshold"]
+        arrays = ["lin_weights"] if dev.learner_kind == "linear" else ["node_threshold"]
         up = run_campaign(dev, res["X_test"], ParameterUpset(count=4, arrays=arrays),
                           n_trials=max(20, int(trials) // 40), random_state=0).points[0]
         print(f"4 upset bits in {arrays[0]} per image ({up.ci_trials} images, every test "

@@ -38,7 +38,7 @@ __all__ = ["run_firmware_cli", "run_demo_stage", "register"]
 def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                      dataset=None, split="test", max_points=500, random_frames=None,
                      allow_oversize=False, profile=None, stream=None, err_stream=None,
-                     data_options=None):
+                     data_options=None, trees="table"):
     """Write the firmware; optionally build it, measure it and check it against
     ``firmware_sim``. Returns a dict with what was done and measured.
 
@@ -81,7 +81,12 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
     res = device.resources()
     with AtomicOutputs(dirs=[dest]) as outputs:
         tmp = outputs[dest]
-        info = write_firmware(artifact, tmp, target, atomic=False)
+        try:
+            info = write_firmware(artifact, tmp, target, atomic=False, trees=trees)
+        except ValueError as exc:                  # --trees inline of a model with no code form
+            if trees == "table":
+                raise
+            raise UsageError(str(exc)) from None
         info["dir"] = str(dest)
         result["write"] = info
         print(f"firmware for {dest} ({kind}, target {info['target']}): {len(info['files'])} "
@@ -111,8 +116,10 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                      if b.stack_note == "worst case of the call graph"
                      else f"stack {b.stack_bytes} B: {b.stack_note}")
             print(f"built {Path(b.runner).name} in {b.compile_s:.2f}s; size probe (open + one "
-                  f"inference): flash {b.flash_bytes} B (text + rodata + data, image "
-                  f"{device.container.nbytes} B included), RAM {b.ram_bytes} B (data + bss "
+                  f"inference): flash {b.flash_bytes} B (text + rodata + data, "
+                  + (f"image {device.container.nbytes} B included" if trees == "table" else
+                     f"trees {trees}: no image, an 8-byte stamp")
+                  + f"), RAM {b.ram_bytes} B (data + bss "
                   f"{b.ram_bytes - b.stack_bytes} B, {stack}){est}", file=out)
             big = oversize(limits, b.flash_bytes, b.ram_bytes)
             if big:
@@ -276,10 +283,18 @@ def register(sub):
     f.add_argument("--allow-oversize", action="store_true",
                    help="keep a build whose flash or RAM exceeds the part (a warning instead "
                    "of an error)")
+    # issue 26 item 2: the tree forms
+    f.add_argument("--trees", default="table", choices=("table", "inline", "arrays"),
+                   help="tree models: table (default: the image, verified at open and walked "
+                   "by the runtime), inline (the trees as generated C code, the fastest form) "
+                   "or arrays (the node arrays compiled in and walked by one loop, the "
+                   "smallest form); inline and arrays have no image to verify: an 8-byte "
+                   "stamp names the model")
     f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(
         a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
         split=a.split, max_points=a.max_points, random_frames=a.random_frames,
-        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a)))
+        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a),
+        trees=a.trees))
 
 
 def _data_options(args):

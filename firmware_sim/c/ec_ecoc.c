@@ -9,14 +9,12 @@
  * rule (16: the runtime does not parse __meta__) and the float rules
  * beyond the finiteness of in_center (tested on the bit pattern). A
  * missing array or a wrong dtype/shape is EC_ERR_SCHEMA; a broken rule is
- * EC_ERR_RULE. Nothing is copied and nothing is allocated: the tree rules
- * share one 128-byte buffer on the stack. Rule 14 (every node referenced
- * exactly once) uses it as a bitmap, block by block (O(nodes) up to 1024
- * nodes, O(nodes^2 / 1024) beyond, whatever the node order); rule 15 (leaf
- * symbols of their column) is a range test, plus, for columns whose learner
- * lacks some of the N symbols, a walk of the tree with the buffer as a
- * 32-entry stack (O(tree)), or, for deeper trees, without one (O(tree) on
- * the exporter's preorder layout, O(nodes^2) at worst).
+ * EC_ERR_RULE. Nothing is copied and nothing is allocated. Tree learners
+ * use the compact node format of kind forest (ec_trees.h: decision nodes
+ * only, each tree in preorder, narrow unsigned fields, int16 thresholds;
+ * the N symbols are the leaves): its one-pass layout check (every node
+ * referenced once and forward, at most 64 levels, features below d) and,
+ * per column, the symbols its tree can reach are its learner's.
  *
  * ecoc_infer streams: each score is accumulated, compared and
  * forgotten, the learner symbols go straight into decision[0..m), the
@@ -31,6 +29,7 @@
  * little-endian: the host, Cortex-M, AVR and RISC-V alike).
  */
 #include "ec_kind.h"
+#include "ec_trees.h"
 
 /* the fields of an opened model (model->state) */
 typedef struct {
@@ -45,14 +44,11 @@ typedef struct {
     const EC_ROM int32_t *lin_weights;    /* (d, k)                            */
     const EC_ROM int64_t *lin_bias;       /* (k,)                              */
     const EC_ROM int32_t *col_out_offset, *col_n_out; /* (m,)                  */
-    /* trees */
-    const EC_ROM int32_t *tree_feature, *tree_threshold, *tree_left, *tree_right;
-    const EC_ROM int16_t *tree_leaf;
-    const EC_ROM int32_t *tree_root;      /* (m,)                              */
+    /* trees: the compact node format (ec_trees.h), one tree per column */
+    ec_trees trees;
     uint32_t n_classes, n_columns, n_symbols, n_features;
     uint32_t code_words;
     uint32_t n_outputs;                   /* k                                 */
-    uint32_t n_nodes;
     uint8_t learner_kind;                 /* 1 linear, 2 tree                  */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
@@ -95,138 +91,6 @@ static uint8_t popcount8(uint8_t x)
 static uint64_t abs64(int64_t v)
 {
     return v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
-}
-
-/* ---- trees: rules 14 and 15 in a 128-byte buffer on the stack ------------ */
-
-/* Rule 14 with a fixed bitmap on the stack: the nodes are checked in blocks
- * of EC_SIEVE_BITS; for each block every reference (roots, then children of
- * the internal nodes before the block's end: children come after their
- * parent) sets the bit of the node it names, a bit set twice is a shared
- * node, a bit left clear an orphan. O((nodes + m) * nodes / EC_SIEVE_BITS)
- * time whatever the node order, 128 bytes of stack. */
-#define EC_SIEVE_WORDS 32u
-#define EC_SIEVE_BITS (32 * (int32_t)EC_SIEVE_WORDS)
-
-/* Mark v if it lies in [base, base + EC_SIEVE_BITS); 0 if it was marked. */
-static int sieve_mark(uint32_t *bits, int32_t base, int32_t v)
-{
-    uint32_t o, bit;
-    if (v < base || v - base >= EC_SIEVE_BITS)
-        return 1;
-    o = (uint32_t)(v - base);
-    bit = (uint32_t)1u << (o & 31u);
-    if (bits[o >> 5] & bit)
-        return 0;
-    bits[o >> 5] |= bit;
-    return 1;
-}
-
-static int each_node_referenced_once(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
-                                     const EC_ROM int32_t *right, int32_t nn,
-                                     const EC_ROM int32_t *root, uint32_t m, uint32_t *bits)
-{
-    uint32_t w, j;
-    volatile uint32_t *clear = bits; /* volatile: no memset call from the compiler */
-    int32_t base, i, end;
-    for (w = 0; w < EC_SIEVE_WORDS; w++)
-        clear[w] = 0;
-    for (base = 0; base < nn; base += EC_SIEVE_BITS) {
-        end = nn - base > EC_SIEVE_BITS ? base + EC_SIEVE_BITS : nn;
-        for (j = 0; j < m; j++)
-            if (!sieve_mark(bits, base, root[j]))
-                return 0;
-        for (i = 0; i < end; i++)
-            if (feat[i] >= 0 && (!sieve_mark(bits, base, left[i]) ||
-                                 !sieve_mark(bits, base, right[i])))
-                return 0;
-        /* every node of [base, end) marked; clear the words for the next block */
-        for (w = 0; w < EC_SIEVE_WORDS; w++) {
-            int32_t lo = base + 32 * (int32_t)w, n_in = end - lo;
-            uint32_t want = n_in >= 32 ? 0xFFFFFFFFu : n_in <= 0 ? 0u
-                                                      : ((uint32_t)1u << n_in) - 1u;
-            if (bits[w] != want)
-                return 0;
-            bits[w] = 0;
-        }
-    }
-    return 1;
-}
-
-/* The internal node in [lo, v) with a child v (the nearest to v), or -1.
- * Children come after their parent (rule 12), so only nodes before v can
- * point at it. */
-static int32_t find_parent(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
-                           const EC_ROM int32_t *right, int32_t lo, int32_t v)
-{
-    int32_t i;
-    for (i = v - 1; i >= lo; i--)
-        if (feat[i] >= 0 && (left[i] == v || right[i] == v))
-            return i;
-    return -1;
-}
-
-/* Is `s` one of the strictly increasing symbols cls[0..n)? */
-static int has_symbol(const EC_ROM int16_t *cls, int32_t n, int16_t s)
-{
-    int32_t lo = 0, hi = n;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (cls[mid] < s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && cls[lo] == s;
-}
-
-/* Rule 15 for the tree rooted at r: every leaf holds one of the symbols
- * cls[0..ncls). A preorder walk keeps the pending right children in
- * stack[0..EC_SIEVE_WORDS) (O(tree) for trees up to 32 levels deep, the
- * common case); a deeper tree is walked again without a stack, climbing
- * through parents found by a backward search (all nodes of the tree lie at
- * or after r): O(tree) on a preorder layout, O(nodes^2) at worst. Needs
- * rules 12 and 14 (the nodes form disjoint trees). */
-static int column_leaves_ok(const EC_ROM int32_t *feat, const EC_ROM int32_t *left,
-                            const EC_ROM int32_t *right, const EC_ROM int16_t *leaf, int32_t r,
-                            const EC_ROM int16_t *cls, int32_t ncls, uint32_t *stack)
-{
-    uint32_t sp = 0;
-    int32_t v = r;
-    for (;;) {
-        while (feat[v] >= 0) {
-            if (sp == EC_SIEVE_WORDS)
-                goto deep;
-            stack[sp++] = (uint32_t)right[v];
-            v = left[v];
-        }
-        if (!has_symbol(cls, ncls, leaf[v]))
-            return 0;
-        if (sp == 0)
-            return 1;
-        v = (int32_t)stack[--sp];
-    }
-deep:
-    v = r;
-    for (;;) {
-        while (feat[v] >= 0)
-            v = left[v];
-        if (!has_symbol(cls, ncls, leaf[v]))
-            return 0;
-        for (;;) { /* climb to the next right subtree */
-            int32_t p;
-            if (v == r)
-                return 1;
-            p = find_parent(feat, left, right, r, v);
-            if (p < 0)
-                return 0; /* cannot happen after rule 14 */
-            if (left[p] == v) {
-                v = right[p];
-                break;
-            }
-            v = p;
-        }
-    }
 }
 
 /* ---- linear learners (rules 9, 10) ---------------------------------------- */
@@ -322,91 +186,58 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
 
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
 
+/* 1 if symbol s is one of the column's learner symbols cls[0 .. n). */
+static int has_symbol(const EC_ROM int16_t *cls, int32_t n, uint32_t s)
+{
+    int32_t i;
+    for (i = 0; i < n; i++)
+        if ((uint32_t)(int32_t)cls[i] == s)
+            return 1;
+    return 0;
+}
+
 static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
 {
-    ec_array a; /* one at a time: the open path's stack stays small */
-    uint32_t scratch[EC_SIEVE_WORDS]; /* rule 14's bitmap, then rule 15's stack */
+    ec_trees *t = &mo->trees;
     ec_status s;
-    const EC_ROM int32_t *feat, *thr, *left, *right, *root;
-    const EC_ROM int16_t *leaf;
-    uint32_t m = mo->n_columns, j, n_nodes;
-    int32_t nn, i, d = (int32_t)mo->n_features;
-    uint64_t refs;
-    int side;
+    uint32_t m = mo->n_columns, L = mo->n_symbols, j, next;
 
-    if ((s = ec_image_require(img, EC_STR("tree_feature"), EC_I32, 1u, &a)) != EC_OK)
+    /* rule 11: the node arrays, one tree per column */
+    if ((s = ec_trees_open(img, m, t)) != EC_OK)
         return s;
-    n_nodes = a.shape[0];
-    feat = AS(int32_t, a);
-    if ((s = get_vector(img, EC_STR("tree_threshold"), EC_I32, n_nodes, &a)) != EC_OK)
-        return s;
-    thr = AS(int32_t, a);
-    if ((s = get_vector(img, EC_STR("tree_left"), EC_I32, n_nodes, &a)) != EC_OK)
-        return s;
-    left = AS(int32_t, a);
-    if ((s = get_vector(img, EC_STR("tree_right"), EC_I32, n_nodes, &a)) != EC_OK)
-        return s;
-    right = AS(int32_t, a);
-    if ((s = get_vector(img, EC_STR("tree_leaf"), EC_I16, n_nodes, &a)) != EC_OK)
-        return s;
-    leaf = AS(int16_t, a);
-    if ((s = get_vector(img, EC_STR("tree_root"), EC_I32, m, &a)) != EC_OK)
-        return s;
-    root = AS(int32_t, a);
-    /* 4-byte nodes in a file under 4 GiB: fewer than 2^30 of them */
-    nn = (int32_t)n_nodes;
-
-    /* rule 11: one node per column at least, roots index the nodes */
-    if ((uint32_t)nn < m)
+    t->n_leaves = L; /* a reference r < N is the leaf of symbol r */
+    t->n_features = mo->n_features;
+    /* rules 12 and 14: features, preorder, every node referenced once, depth */
+    if (!ec_trees_layout_ok(t))
         return EC_ERR_RULE;
-    for (j = 0; j < m; j++)
-        if (root[j] < 0 || root[j] >= nn)
-            return EC_ERR_RULE;
-    /* rule 12: features, children strictly after their parent, -1 at leaves */
-    for (i = 0; i < nn; i++)
-        if (feat[i] < -1 || feat[i] >= d)
-            return EC_ERR_RULE;
-    for (side = 0; side < 2; side++) {
-        const EC_ROM int32_t *child = side == 0 ? left : right;
-        for (i = 0; i < nn; i++)
-            if (feat[i] >= 0 && (child[i] <= i || child[i] >= nn))
-                return EC_ERR_RULE;
-        for (i = 0; i < nn; i++)
-            if (feat[i] < 0 && child[i] != -1)
-                return EC_ERR_RULE;
-    }
-    /* rule 14: every node referenced exactly once (a child of one internal
-     * node or one column's root): no shared node, no orphan. There are
-     * 2 #internal + m references, so the count must be the number of nodes. */
-    refs = m;
-    for (i = 0; i < nn; i++)
-        if (feat[i] >= 0)
-            refs += 2u;
-    if (refs != (uint64_t)nn)
-        return EC_ERR_RULE;
-    if (!each_node_referenced_once(feat, left, right, nn, root, m, scratch))
-        return EC_ERR_RULE;
-    /* rule 15: a leaf holds one of its column's learner symbols. First the
-     * range [0, N) at every leaf: that settles the columns whose learner has
-     * all N symbols (every column of a binary or ternary code but constant
-     * ones); the other trees are walked (column_leaves_ok). */
-    for (i = 0; i < nn; i++)
-        if (feat[i] < 0 && (leaf[i] < 0 || leaf[i] >= (int32_t)mo->n_symbols))
-            return EC_ERR_RULE;
-    for (j = 0; j < m; j++) {
+    /* rule 15: every leaf a column's tree can reach is one of its learner's
+     * symbols (columns whose learner has all N symbols need no test). Tree j's
+     * nodes run from its root to the next tree's (the layout is checked): one
+     * forward pointer, O(m + n) */
+    for (j = 0, next = 0; j < m; j++) {
+        const EC_ROM int16_t *cls = mo->col_classes + mo->col_cls_offset[j];
         int32_t ncls = mo->col_n_cls[j];
-        if (ncls < (int32_t)mo->n_symbols &&
-            !column_leaves_ok(feat, left, right, leaf, root[j],
-                              mo->col_classes + mo->col_cls_offset[j], ncls, scratch))
-            return EC_ERR_RULE;
+        uint32_t i, a, b, r = ec_trees_rd(t->root, t->root_bytes, j);
+        if (ncls >= (int32_t)L)
+            continue;
+        if (r < L) { /* a one-leaf tree */
+            if (!has_symbol(cls, ncls, r))
+                return EC_ERR_RULE;
+            continue;
+        }
+        if (next <= j)
+            next = j + 1u;
+        while (next < m && ec_trees_rd(t->root, t->root_bytes, next) < L)
+            next++;
+        a = r - L;
+        b = next < m ? ec_trees_rd(t->root, t->root_bytes, next) - L : t->n_nodes;
+        for (i = a; i < b; i++) {
+            uint32_t lr = ec_trees_rd(t->left, t->ref_bytes, i);
+            uint32_t rr = ec_trees_rd(t->right, t->ref_bytes, i);
+            if ((lr < L && !has_symbol(cls, ncls, lr)) || (rr < L && !has_symbol(cls, ncls, rr)))
+                return EC_ERR_RULE;
+        }
     }
-    mo->tree_feature = feat;
-    mo->tree_threshold = thr;
-    mo->tree_left = left;
-    mo->tree_right = right;
-    mo->tree_leaf = leaf;
-    mo->tree_root = root;
-    mo->n_nodes = (uint32_t)nn;
     return EC_OK;
 }
 
@@ -427,16 +258,15 @@ static void clear_model(ec_ecoc_state *mo)
     mo->lin_bias = 0;
     mo->col_out_offset = mo->col_n_out = 0;
     mo->n_outputs = 0;
-    mo->tree_feature = mo->tree_threshold = mo->tree_left = mo->tree_right = 0;
-    mo->tree_leaf = 0;
-    mo->tree_root = 0;
-    mo->n_nodes = 0;
+    mo->trees.root = mo->trees.feature = mo->trees.left = mo->trees.right = 0;
+    mo->trees.threshold = 0;
+    mo->trees.n_trees = mo->trees.n_nodes = mo->trees.n_leaves = mo->trees.n_features = 0;
 }
 
 /* the arrays of each learner kind: NUL-terminated names, then an empty one */
 static const EC_ROM char linear_arrays[] = "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0";
 static const EC_ROM char tree_arrays[] =
-    "tree_feature\0tree_threshold\0tree_left\0tree_right\0tree_leaf\0tree_root\0";
+    "tree_root\0node_feature\0node_threshold\0node_left\0node_right\0";
 
 static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 {
@@ -757,18 +587,11 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
             decision[j] = cls[pick];
         }
     } else if (m->learner_kind == 2u) {
-        const EC_ROM int32_t *feat = m->tree_feature, *thr = m->tree_threshold;
-        const EC_ROM int32_t *left = m->tree_left, *right = m->tree_right;
-        int32_t nn = (int32_t)m->n_nodes;
         for (j = 0; j < n; j++) {
-            int32_t node = m->tree_root[j];
-            while (feat[node] >= 0) {
-                int32_t next = frame[feat[node]] <= thr[node] ? left[node] : right[node];
-                if (next <= node || next >= nn) /* excluded by rule 12 */
-                    return EC_ERR_RULE;
-                node = next;
-            }
-            decision[j] = m->tree_leaf[node];
+            uint32_t sym = ec_trees_walk(&m->trees, frame, j);
+            if (sym >= m->n_symbols) /* excluded by the layout rule */
+                return EC_ERR_RULE;
+            decision[j] = (int64_t)sym; /* the leaf is the symbol */
         }
     } else {
         return EC_ERR_ARG;

@@ -34,10 +34,11 @@
  * <stdint.h>/<stddef.h> only; no allocation, no recursion, no floating point.
  */
 #include "ec_kind.h"
+#include "ec_trees.h"
 
 #define EC_KIND_FOREST 4u
 #define FOREST_MAX_CLASSES 65535
-#define FOREST_MAX_DEPTH 64
+#define FOREST_MAX_DEPTH EC_TREES_MAX_DEPTH
 #ifndef EC_FOREST_FEATURE_BYTES
 #define EC_FOREST_FEATURE_BYTES 0 /* 0: every width */
 #endif
@@ -49,47 +50,19 @@
 typedef struct {
     const EC_ROM uint64_t *in_center_bits; /* (d,) float64 centers, as bit patterns */
     const EC_ROM int8_t *in_shift;         /* (d,)                                  */
-    const EC_ROM uint8_t *tree_root;       /* (T,) uint8/16/32                      */
-    const EC_ROM uint8_t *node_feature;    /* (n,) uint8/16/32                      */
-    const EC_ROM int16_t *node_threshold;  /* (n,)                                  */
-    const EC_ROM uint8_t *node_left, *node_right; /* (n,) one of uint8/16/32        */
+    ec_trees t;                            /* the nodes (ec_trees.h)                */
     const EC_ROM uint8_t *leaf_value;      /* (L, C) uint8/16, NULL: class leaves   */
-    uint32_t n_features, n_classes, n_trees, n_nodes, n_leaves;
-    uint8_t root_bytes, feature_bytes, ref_bytes, leaf_bytes;
+    uint32_t n_classes;
+    uint8_t leaf_bytes;
     uint8_t walk;                          /* index of the compiled walk (1..9)     */
 } ec_forest_state;
 EC_STATE_FITS(ec_forest_state);
 
 #define FOREST_ANY(w, want) ((want) == 0 || (want) == (w))
 
-/* ---- narrow unsigned arrays ---------------------------------------------- */
-
-/* Bytes of an unsigned dtype code (uint8/16/32), 0 for any other. */
-static uint8_t unsigned_bytes(uint8_t dtype)
-{
-    return dtype == EC_U8 ? 1u : dtype == EC_U16 ? 2u : dtype == EC_U32 ? 4u : 0u;
-}
-
-/* Entry i of a uint8/16/32 array of `bytes` bytes per entry (the image is
- * little-endian and aligned: typed reads). */
-static uint32_t rd_unsigned(const EC_ROM uint8_t *p, uint8_t bytes, uint32_t i)
-{
-    if (bytes == 1u)
-        return p[i];
-    if (bytes == 2u)
-        return ((const EC_ROM uint16_t *)(const EC_ROM void *)p)[i];
-    return ((const EC_ROM uint32_t *)(const EC_ROM void *)p)[i];
-}
-
-/* A 1-d array of uint8/16/32 called `name`; *bytes receives its width. */
-static ec_status get_unsigned(const ec_image *img, const EC_ROM char *name, ec_array *a,
-                              uint8_t *bytes)
-{
-    if (ec_image_find(img, name, a) != EC_OK || a->ndim != 1u)
-        return EC_ERR_SCHEMA;
-    *bytes = unsigned_bytes(a->dtype);
-    return *bytes != 0u ? EC_OK : EC_ERR_SCHEMA;
-}
+/* ---- narrow unsigned arrays: ec_trees.h (shared with ECOC trees) -------- */
+#define unsigned_bytes ec_trees_unsigned_bytes
+#define rd_unsigned ec_trees_rd
 
 /* ---- the walk, one per (feature, reference) width ------------------------ */
 
@@ -99,11 +72,11 @@ static ec_status get_unsigned(const ec_image *img, const EC_ROM char *name, ec_a
     static ec_status NAME(const ec_forest_state *m, const int16_t *q, uint32_t node,      \
                           uint32_t *leaf)                                                 \
     {                                                                                     \
-        const EC_ROM FT *feat = (const EC_ROM FT *)(const EC_ROM void *)m->node_feature;  \
-        const EC_ROM RT *left = (const EC_ROM RT *)(const EC_ROM void *)m->node_left;     \
-        const EC_ROM RT *right = (const EC_ROM RT *)(const EC_ROM void *)m->node_right;   \
-        const EC_ROM int16_t *thr = m->node_threshold;                                    \
-        const uint32_t L = m->n_leaves, n = m->n_nodes;                                   \
+        const EC_ROM FT *feat = (const EC_ROM FT *)(const EC_ROM void *)m->t.feature;     \
+        const EC_ROM RT *left = (const EC_ROM RT *)(const EC_ROM void *)m->t.left;        \
+        const EC_ROM RT *right = (const EC_ROM RT *)(const EC_ROM void *)m->t.right;      \
+        const EC_ROM int16_t *thr = m->t.threshold;                                       \
+        const uint32_t L = m->t.n_leaves, n = m->t.n_nodes;                               \
         for (;;) {                                                                        \
             uint32_t r = q[feat[node]] <= thr[node] ? (uint32_t)left[node]                \
                                                      : (uint32_t)right[node];             \
@@ -155,57 +128,6 @@ static ec_status walk(const ec_forest_state *m, const int16_t *q, uint32_t node,
     return EC_ERR_ARG; /* not an opened model */
 }
 
-/* ---- rules 6-8: the preorder layout in one pass --------------------------- */
-
-static EC_AVR_WORKAROUND int layout_ok(const ec_forest_state *m)
-{
-    uint32_t st_node[FOREST_MAX_DEPTH]; /* nodes whose right child is pending */
-    uint8_t st_level[FOREST_MAX_DEPTH];
-    const uint32_t L = m->n_leaves, n = m->n_nodes, d = m->n_features;
-    const uint8_t fb = m->feature_bytes, rb = m->ref_bytes;
-    uint32_t pos = 0u, k;
-    for (k = 0u; k < m->n_trees; k++) {
-        uint32_t r = rd_unsigned(m->tree_root, m->root_bytes, k), cur, level = 1u, sp = 0u;
-        if (r < L)
-            continue;
-        if (r - L != pos)
-            return 0;
-        cur = pos;
-        for (;;) {
-            uint32_t lr, rr;
-            if (cur >= n || level > FOREST_MAX_DEPTH)
-                return 0;
-            if (rd_unsigned(m->node_feature, fb, cur) >= d)
-                return 0;
-            pos = cur + 1u;
-            lr = rd_unsigned(m->node_left, rb, cur);
-            rr = rd_unsigned(m->node_right, rb, cur);
-            if (rr >= L) { /* sp < level <= FOREST_MAX_DEPTH: one entry per level */
-                st_node[sp] = cur;
-                st_level[sp] = (uint8_t)(level + 1u);
-                sp++;
-            }
-            if (lr >= L) {
-                if (lr != L)
-                    return 0;
-                cur = pos;
-                level++;
-                continue;
-            }
-            if (sp == 0u)
-                break;
-            sp--;
-            /* the pending right child must be the node after the left subtree */
-            if ((uint64_t)st_node[sp] + 1u +
-                    (uint64_t)(rd_unsigned(m->node_right, rb, st_node[sp]) - L) != (uint64_t)pos)
-                return 0;
-            cur = pos;
-            level = st_level[sp];
-        }
-    }
-    return pos == n;
-}
-
 /* ---- the operations ------------------------------------------------------- */
 
 static ec_status forest_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
@@ -214,9 +136,8 @@ static ec_status forest_open(const ec_image *img, ec_model *model, uint32_t *n_c
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
     const EC_ROM uint64_t *center;
-    uint32_t d, f, n;
+    uint32_t d, f;
     int32_t classes;
-    uint8_t bytes;
 
     /* rule 1: classes */
     if ((s = ec_image_require(img, EC_STR("n_classes"), EC_I32, 1u, &a)) != EC_OK)
@@ -243,37 +164,11 @@ static ec_status forest_open(const ec_image *img, ec_model *model, uint32_t *n_c
         return EC_ERR_SCHEMA;
     m->in_center_bits = center;
     m->in_shift = (const EC_ROM int8_t *)(const EC_ROM void *)a.data;
-    m->n_features = d;
-    /* rule 3: trees */
-    if ((s = get_unsigned(img, EC_STR("tree_root"), &a, &m->root_bytes)) != EC_OK)
+    /* rules 3 and 4: the trees' roots and decision nodes (ec_trees.h) */
+    if ((s = ec_trees_open(img, 0u, &m->t)) != EC_OK)
         return s;
-    m->tree_root = a.data;
-    m->n_trees = a.shape[0];
-    if (m->n_trees < 1u)
+    if (m->t.n_trees < 1u)
         return EC_ERR_RULE;
-    /* rule 4: the decision nodes */
-    if ((s = get_unsigned(img, EC_STR("node_feature"), &a, &m->feature_bytes)) != EC_OK)
-        return s;
-    m->node_feature = a.data;
-    n = a.shape[0];
-    m->n_nodes = n;
-    if ((s = ec_image_require(img, EC_STR("node_threshold"), EC_I16, 1u, &a)) != EC_OK)
-        return s;
-    if (a.shape[0] != n)
-        return EC_ERR_SCHEMA;
-    m->node_threshold = (const EC_ROM int16_t *)(const EC_ROM void *)a.data;
-    if ((s = get_unsigned(img, EC_STR("node_left"), &a, &m->ref_bytes)) != EC_OK)
-        return s;
-    if (a.shape[0] != n)
-        return EC_ERR_SCHEMA;
-    m->node_left = a.data;
-    if ((s = get_unsigned(img, EC_STR("node_right"), &a, &bytes)) != EC_OK)
-        return s;
-    if (a.shape[0] != n)
-        return EC_ERR_SCHEMA;
-    if (bytes != m->ref_bytes)
-        return EC_ERR_RULE;
-    m->node_right = a.data;
     /* rule 5: the leaves (a shared table of quantized probabilities, or the classes) */
     m->leaf_value = NULL;
     m->leaf_bytes = 0u;
@@ -284,14 +179,15 @@ static ec_status forest_open(const ec_image *img, ec_model *model, uint32_t *n_c
             return EC_ERR_RULE;
         m->leaf_value = a.data;
         m->leaf_bytes = unsigned_bytes(a.dtype);
-        m->n_leaves = a.shape[0];
+        m->t.n_leaves = a.shape[0];
     } else {
-        m->n_leaves = m->n_classes;
+        m->t.n_leaves = m->n_classes;
     }
+    m->t.n_features = d;
     /* rules 6-8: features, references, preorder, depth */
-    if (!layout_ok(m))
+    if (!ec_trees_layout_ok(&m->t))
         return EC_ERR_RULE;
-    m->walk = walk_index(m->feature_bytes, m->ref_bytes);
+    m->walk = walk_index(m->t.feature_bytes, m->t.ref_bytes);
     if (m->walk == 0u)
         return EC_ERR_KIND; /* these widths are not compiled in */
     *n_classes = m->n_classes;
@@ -315,15 +211,15 @@ static EC_AVR_WORKAROUND ec_status forest_infer(const ec_model *model, const int
     (void)workspace;
     (void)workspace_bytes;
     C = m->n_classes;
-    L = m->n_leaves;
-    votes = decision + m->n_trees;
+    L = m->t.n_leaves;
+    votes = decision + m->t.n_trees;
     for (c = 0u; c < C; c++)
         votes[c] = 0;
-    for (k = 0u; k < m->n_trees; k++) {
-        uint32_t leaf = rd_unsigned(m->tree_root, m->root_bytes, k);
+    for (k = 0u; k < m->t.n_trees; k++) {
+        uint32_t leaf = rd_unsigned(m->t.root, m->t.root_bytes, k);
         if (leaf >= L) {
             ec_status s;
-            if (leaf - L >= m->n_nodes) /* excluded by the layout rule */
+            if (leaf - L >= m->t.n_nodes) /* excluded by the layout rule */
                 return EC_ERR_RULE;
             s = walk(m, frame, leaf - L, &leaf);
             if (s != EC_OK)
@@ -363,11 +259,11 @@ ec_status ec_forest_quantize(const ec_model *model, const void *x, int type, int
     const ec_forest_state *m = EC_CSTATE(ec_forest_state, model);
     uint32_t f;
     ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
-    for (f = 0; f < m->n_features; f++) {
+    for (f = 0; f < m->t.n_features; f++) {
         if (!ec_q_input(x, type, f, &v))
             return EC_ERR_INPUT;
     }
-    for (f = 0; f < m->n_features; f++) {
+    for (f = 0; f < m->t.n_features; f++) {
         (void)ec_q_input(x, type, f, &v);
         (void)ec_q_from_binary64(m->in_center_bits[f], &c); /* finite: rule 2 */
         c.neg = !c.neg;                                      /* x + (-center) */
@@ -380,13 +276,13 @@ ec_status ec_forest_quantize(const ec_model *model, const void *x, int type, int
 
 static uint32_t forest_features(const ec_model *model)
 {
-    return EC_CSTATE(ec_forest_state, model)->n_features; /* input and frame alike */
+    return EC_CSTATE(ec_forest_state, model)->t.n_features; /* input and frame alike */
 }
 
 static uint32_t forest_decision_len(const ec_model *model)
 {
     const ec_forest_state *m = EC_CSTATE(ec_forest_state, model);
-    return m->n_trees + m->n_classes; /* leaves, then votes */
+    return m->t.n_trees + m->n_classes; /* leaves, then votes */
 }
 
 const EC_ROM ec_kind_ops ec_forest_ops = {

@@ -240,6 +240,9 @@ int16_t ec_q_rint_clip(ec_exact v)
 }
 
 /* ---- entry points: the quantizer of the model's kind ---------------------- */
+/* (not in an inline build, EC_INLINE_MODEL: its generated ec_inline.c defines
+   them for its one model; firmware_sim/c_inline.py) */
+#if !(defined(EC_INLINE_MODEL) && EC_INLINE_MODEL)
 /* the kinds compiled in (ec_kinds.h): operations table -> quantizer */
 #define EC_KIND_ENTRY(ops, quantize) \
     extern const EC_ROM ec_kind_ops ops; \
@@ -287,3 +290,4 @@ ec_status ec_quantize_double(const ec_model *model, const double *x, int16_t *fr
     return ec_quantize_any(model, x, EC_IN_F64, frame);
 }
 #endif
+#endif /* !EC_INLINE_MODEL */

@@ -13,10 +13,13 @@ product with a 64-bit accumulator, e.g. CMSIS-DSP ``arm_dot_prod_q15``).
 A two-class learner owns one score: its second symbol iff score > 0; a
 learner with k >= 3 classes owns k scores: the first largest wins.
 
-*Trees.* Node arrays ``tree_feature`` (-1 at a leaf), ``tree_threshold``
-(int32, same fixed point as the inputs: go left iff ``q_f <= threshold``),
-``tree_left``/``tree_right`` (global node indices), ``tree_leaf`` (the
-symbol at a leaf); column j starts at ``tree_root[j]``.
+*Trees.* The compact node format of kind ``forest`` (issue 26): decision
+nodes only (``node_feature``, ``node_threshold`` int16 in the inputs' fixed
+point: go left iff ``q_f <= threshold``, ``node_left``/``node_right``),
+each tree in preorder, narrow unsigned dtypes; a reference ``r < N`` is the
+leaf of symbol ``r`` (the N symbols are the leaves: no leaf is stored), else
+a node after the current one; column j's tree starts at ``tree_root[j]``
+(:func:`compact_trees` makes them from scikit-learn's arrays).
 
 Decoding
 --------
@@ -42,7 +45,7 @@ from types import MappingProxyType
 import numpy as np
 
 from .. import accounting
-from .._validation import INT64_MAX, Q_ABS_MAX, check_equal, check_finite, check_index, \
+from .._validation import INT64_MAX, Q_ABS_MAX, check_equal, check_finite, \
     check_meta, check_range, check_scalar, exclusive_cumsum, fail
 from ..artifact import Container, read_container
 from ..channel import bsc, check_random_state
@@ -57,10 +60,12 @@ from ._kernels.ecoc import (
     _linear_scores,
     _pack,
     _scores_to_symbols,
-    _tree_symbols,
 )
+from ._kernels.forest import _forest_leaves
+from ._trees import MAX_DEPTH, check_node_arrays, check_node_layout, narrowest_unsigned
 
-__all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays", "doubled_distances", "flip_radius",
+__all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays", "compact_trees", "doubled_distances",
+           "flip_radius",
            "RADIUS_UNBOUNDED", "quantize_inputs", "LEARNER_KINDS", "Q_MAX"]
 
 KIND = "ecoc"
@@ -189,27 +194,119 @@ def make_ecoc_arrays(code, col_classes, col_n_classes, in_center, in_shift, *, l
         arrays["col_n_out"] = n_out
     else:
         arrays["learner_kind"] = np.array([LEARNER_KINDS["tree"]], np.uint8)
-        for key, dt in (("feature", np.int32), ("threshold", np.int32), ("left", np.int32),
-                        ("right", np.int32), ("leaf", np.int16)):
-            arrays["tree_" + key] = _int_array(tree[key], "tree_" + key, dt, 1)
-        arrays["tree_root"] = _int_array(tree["root"], "tree_root", np.int32, 1)
+        g = {key: _int_array(tree[key], "tree_" + key, np.int64, 1)
+             for key in ("feature", "threshold", "left", "right", "leaf", "root")}
+        if g["root"].shape != (m,):
+            raise ContainerError(f"ecoc arrays: tree root must have one entry per column ({m})")
+        arrays.update(compact_trees(g["feature"], g["threshold"], g["left"], g["right"],
+                                    g["leaf"], g["root"], n_sym))
     return arrays
 
 
-def _tree_owners(roots, n):
-    """Column owning each of the ``n`` nodes when the trees are stored one after
-    the other (each from its root to the next root), else None."""
+def _tree_owners(roots, n, n_symbols):
+    """Column owning each of the ``n`` decision nodes of the compact tree arrays
+    (column j's tree starts at node ``roots[j] - N`` when ``roots[j] >= N``; the
+    exporter stores the trees one after the other in preorder), else None."""
     roots = np.asarray(roots, np.int64).reshape(-1)
-    if roots.size == 0 or roots.min() < 0 or roots.max() >= n:
+    starts = roots - int(n_symbols)
+    cols = np.flatnonzero(starts >= 0)
+    if n == 0 or cols.size == 0:
         return None
-    order = np.argsort(roots, kind="stable")
-    sr = roots[order]
-    if sr[0] != 0 or np.any(np.diff(sr) <= 0):
+    s = starts[cols]
+    order = np.argsort(s, kind="stable")
+    ss = s[order]
+    if ss[0] != 0 or np.any(np.diff(ss) <= 0) or ss[-1] >= n:
         return None
     owner = np.empty(n, np.int64)
-    for k, j in enumerate(order.tolist()):
-        owner[sr[k]:(sr[k + 1] if k + 1 < sr.size else n)] = j
+    for k, j in enumerate(cols[order].tolist()):
+        owner[ss[k]:(ss[k + 1] if k + 1 < ss.size else n)] = j
     return owner
+
+
+def compact_trees(feature, threshold, left, right, leaf, root, n_symbols):
+    """Trees as scikit-learn stores them (global node arrays: ``feature`` -1 at a
+    leaf, ``left``/``right`` node indices, ``leaf`` the symbol at a leaf,
+    ``root`` one per column) -> the compact node arrays of kind ``forest``
+    (``docs/container_format.md``, "Model kind forest", rules 3-8), which ECOC
+    tree learners share: decision nodes only, each tree in preorder, a
+    reference ``r < N`` (``n_symbols``) the leaf of symbol ``r``, thresholds
+    int16. A node whose threshold lies outside int16 sends every int16 input
+    the same way (``q <= t`` always for ``t >= 32767``, never for ``t <
+    -32768``): it is replaced by that child. Feature ids and references take
+    the narrowest unsigned dtype.
+
+    Returns
+    -------
+    dict
+        ``tree_root``, ``node_feature``, ``node_threshold``, ``node_left``,
+        ``node_right``.
+
+    Examples
+    --------
+    One column: ``x0 <= 5`` -> symbol 0, else ``x1 <= 40000`` (always true) -> 1.
+
+    >>> a = compact_trees([0, -1, 1, -1, -1], [5, 0, 40000, 0, 0], [1, -1, 3, -1, -1],
+    ...                   [2, -1, 4, -1, -1], [0, 0, 0, 1, 0], [0], 2)
+    >>> {k: v.tolist() for k, v in a.items()}  # doctest: +NORMALIZE_WHITESPACE
+    {'tree_root': [2], 'node_feature': [0], 'node_threshold': [5], 'node_left': [0],
+     'node_right': [1]}
+    """
+    feature, threshold = np.asarray(feature, np.int64), np.asarray(threshold, np.int64)
+    left, right = np.asarray(left, np.int64), np.asarray(right, np.int64)
+    leaf = np.asarray(leaf, np.int64)
+    L, nn = int(n_symbols), feature.shape[0]
+
+    def resolve(g):
+        for _ in range(nn + 1):                    # a cycle cannot keep it going
+            if not 0 <= g < nn:
+                raise ContainerError(f"ecoc arrays: tree node index {g} outside the {nn} "
+                                     "nodes")
+            if feature[g] < 0:
+                return g
+            t = threshold[g]
+            if -32768 <= t < 32767:
+                return g
+            g = int(left[g] if t >= 32767 else right[g])
+        raise ContainerError("ecoc arrays: the tree nodes form a cycle")
+
+    feat, thr, lref, rref, roots = [], [], [], [], []
+    for r in root.tolist() if hasattr(root, "tolist") else root:
+        g = resolve(int(r))
+        if feature[g] < 0:
+            roots.append(int(leaf[g]))
+            continue
+        roots.append(L + len(feat))
+        stack = [(g, -1, 0, 1)]                   # (node, parent's slot, side, level)
+        while stack:
+            g, parent, side, level = stack.pop()
+            g = resolve(g)
+            if feature[g] < 0:
+                ref = int(leaf[g])
+            else:
+                if level > MAX_DEPTH:
+                    raise ContainerError(f"ecoc arrays: a tree deeper than {MAX_DEPTH} "
+                                         "decision levels (limit max_depth)")
+                i = len(feat)
+                feat.append(int(feature[g]))
+                thr.append(int(threshold[g]))
+                lref.append(0)
+                rref.append(0)
+                ref = L + (i - parent - 1) if parent >= 0 else None
+                stack.append((int(right[g]), i, 1, level + 1))
+                stack.append((int(left[g]), i, 0, level + 1))
+            if parent >= 0:
+                (lref if side == 0 else rref)[parent] = ref
+    if any(v < 0 for v in leaf[feature < 0].tolist()):
+        raise ContainerError("ecoc arrays: tree leaves must hold symbols >= 0")
+    refs = np.array(lref + rref + [0], np.int64)
+    ref_dt = narrowest_unsigned(int(refs.max()))
+    return {
+        "tree_root": np.array(roots, narrowest_unsigned(max(roots, default=0))),
+        "node_feature": np.array(feat, narrowest_unsigned(max(feat, default=0))),
+        "node_threshold": np.array(thr, np.int16),
+        "node_left": np.array(lref, ref_dt),
+        "node_right": np.array(rref, ref_dt),
+    }
 
 
 class ECOCDevice(Device):
@@ -234,13 +331,12 @@ class ECOCDevice(Device):
     @classmethod
     def erasure_owners(cls, container):
         """Image protection's fallback: a detected upset of a learner's parameters
-        (``lin_weights``, ``lin_bias`` scores; ``tree_threshold`` nodes) erases the
-        learner: its output is left out of the Hamming distance (a code of row
-        distance d then survives d - 1 erased learners). With trees stored one
-        after the other (as the exporter writes them), a detected upset of a
-        node's structure (``tree_feature``, ``tree_left``, ``tree_right``,
-        ``tree_leaf``) erases the learner too: :meth:`repair` rebuilds its tree
-        as a valid placeholder whose output is ignored."""
+        (``lin_weights``, ``lin_bias`` scores; a tree's ``node_threshold``) erases
+        the learner: its output is left out of the Hamming distance (a code of
+        row distance d then survives d - 1 erased learners). A detected upset of
+        a tree's structure (``node_feature``, ``node_left``, ``node_right``,
+        ``tree_root``) has no fallback: the walk itself would be unsafe, so the
+        image is refused, as an ECC double-error trap would."""
         a = container.arrays
         out = {}
         try:
@@ -251,54 +347,13 @@ class ECOCDevice(Device):
                     score = np.repeat(np.arange(n_out.size), n_out)
                     out["lin_bias"] = score
                     out["lin_weights"] = np.tile(score, a["lin_weights"].size // max(k, 1))
-            if "tree_threshold" in a and "tree_root" in a:
-                owner = _tree_owners(a["tree_root"], a["tree_threshold"].size)
+            if "node_threshold" in a and "tree_root" in a and "n_symbols" in a:
+                owner = _tree_owners(a["tree_root"], a["node_threshold"].size,
+                                     int(np.asarray(a["n_symbols"]).reshape(-1)[0]))
                 if owner is not None:
-                    for name in ("tree_threshold", "tree_feature", "tree_left", "tree_right",
-                                 "tree_leaf"):
-                        if name in a and a[name].size == owner.size:
-                            out[name] = owner
+                    out["node_threshold"] = owner
         except (KeyError, ValueError, IndexError):   # an inconsistent image: no fallback
             return {}
-        return out
-
-    @classmethod
-    def repair(cls, arrays, units):
-        """Erased tree learners (``units``): their nodes (the range from the root to
-        the next root) become a placeholder tree that the rules accept (a chain
-        of internal nodes, each with a leaf on the left, testing feature 0;
-        leaves output the column's first symbol). Its output is left out of the
-        distance by :meth:`erase`; a range of even length cannot hold a full
-        binary tree and is left as read (the rules then refuse the image)."""
-        if "tree_root" not in arrays or "tree_left" not in arrays:
-            return arrays
-        n = arrays["tree_left"].size
-        owner = _tree_owners(arrays["tree_root"], n)
-        if owner is None:
-            return arrays
-        out = {k: (np.array(v) if k.startswith("tree_") else v) for k, v in arrays.items()}
-        roots = np.asarray(arrays["tree_root"], np.int64)
-        try:
-            offs = np.asarray(arrays["col_cls_offset"], np.int64)
-            first_sym = np.asarray(arrays["col_classes"])
-        except KeyError:
-            return arrays
-        for j in np.asarray(units, np.int64).tolist():
-            nodes = np.flatnonzero(owner == j)
-            if nodes.size % 2 == 0 or not 0 <= j < roots.size or not 0 <= offs[j] < \
-                    first_sym.size or nodes[0] != roots[j]:
-                continue
-            s0, e = int(nodes[0]), int(nodes[-1]) + 1
-            for i in range(s0, e - 1, 2):          # internal: leaf left, chain right
-                out["tree_feature"][i], out["tree_threshold"][i] = 0, 0
-                out["tree_left"][i], out["tree_right"][i] = i + 1, i + 2
-            for i in list(range(s0 + 1, e - 1, 2)) + [e - 1]:
-                out["tree_feature"][i] = -1
-                out["tree_left"][i] = out["tree_right"][i] = -1
-                out["tree_leaf"][i] = first_sym[offs[j]]
-        for k, v in out.items():
-            if k.startswith("tree_"):
-                v.flags.writeable = False
         return out
 
     def erase(self, units):
@@ -349,9 +404,13 @@ class ECOCDevice(Device):
             self._out_off = v["col_out_offset"].astype(np.int64)
             self._n_out = v["col_n_out"].astype(np.int64)
         else:
-            self._tf, self._tt = v["tree_feature"], v["tree_threshold"]
-            self._tl, self._tr = v["tree_left"], v["tree_right"]
-            self._leaf, self._root = v["tree_leaf"], v["tree_root"]
+            # the forest format's node arrays, widened once for the kernel
+            self._tf = v["node_feature"].astype(np.int64)
+            self._tt = v["node_threshold"].astype(np.int32)
+            self._tl = v["node_left"].astype(np.int64)
+            self._tr = v["node_right"].astype(np.int64)
+            self._root = v["tree_root"].astype(np.int64)
+            self._depth_cache = v["tree_depth"]
         self.meta = container.meta
 
     @property
@@ -392,8 +451,10 @@ class ECOCDevice(Device):
             _scores_to_symbols(scores, self._out_off, self._n_out, self._cls_off, self._n_cls,
                                self._classes, sym)
         else:
-            _tree_symbols(q, self._tf, self._tt, self._tl, self._tr, self._leaf, self._root,
-                          sym)
+            leaves = np.empty((n, m), np.int32)
+            _forest_leaves(q, self._tf, self._tt, self._tl, self._tr, self._root,
+                           int(self.n_symbols), leaves)
+            sym[:] = leaves                          # a leaf id is its symbol
         return sym
 
     def decode(self, symbols):
@@ -474,6 +535,75 @@ class ECOCDevice(Device):
         """The learner outputs (one per column), then the doubled distances (one per
         class)."""
         return (("symbols", self.n_columns), ("distances", self.n_classes))
+
+    def c_inline(self, stamp, form="code"):
+        """Tree learners as C code (``edgecode firmware --trees inline``, form
+        ``"code"``, or ``--trees arrays``: :mod:`firmware_sim.c_inline`, the
+        forest's generators with the N symbols as the leaves): every column's
+        symbol, then the doubled Hamming distance to every codeword
+        (``2 #{j used, code[r, j] != sym[j]} + unused[r]``) and the first
+        class with the smallest, the decision integers of the table form.
+        None for linear learners (no inline form)."""
+        from ..c_inline import api_source, fast_uint, least_uint, quantizer_c, trees_c
+
+        if self.learner_kind != "tree":
+            return None
+        if form not in ("code", "arrays"):
+            raise DeviceError(f"form must be 'code' or 'arrays'; got {form!r}")
+        a = self.container.arrays
+        c, m = self.code.shape
+        N, d = int(self.n_symbols), self.n_features
+        q_consts, quantize = quantizer_c(a["in_center"], a["in_shift"])
+        trees, call = trees_c(a, N, form)
+        max_d = int(2 * m + self.unused.max(initial=0))
+        dist_t = fast_uint(max_d)
+        code_rows = ",\n".join("    {" + ", ".join(str(int(v)) for v in row) + "}"
+                               for row in self.code)
+        body = "\n".join([
+            f"#define EC_INLINE_COLUMNS {m}u\n#define EC_INLINE_CLASSES {c}u\n",
+            f"typedef {fast_uint(max(N - 1, 0))} ec_inline_leaf; /* a leaf is a symbol */\n",
+            q_consts,
+            "/* the code: codeword r in row r, -1 unused; unused entries per row */",
+            f"static const EC_ROM int16_t ec_inline_code[{c}][{m}] = {{\n{code_rows}\n}};",
+            f"static const EC_ROM {least_uint(max(int(self.unused.max(initial=0)), 0))} "
+            f"ec_inline_unused[{c}] = {{"
+            + ", ".join(str(int(v)) for v in self.unused) + "};\n",
+            trees])
+        infer = (f"    {least_uint(max(N - 1, 0))} sym[EC_INLINE_COLUMNS];\n"
+                 f"    {fast_uint(max(m, c))} k, r, best = 0u;\n"
+                 f"    {dist_t} best_d = 0u;\n"
+                 "    for (k = 0u; k < EC_INLINE_COLUMNS; k++) {\n"
+                 f"        sym[k] = (ec_inline_leaf){call};\n"
+                 "        if (decision != NULL)\n"
+                 "            decision[k] = (int64_t)sym[k];\n"
+                 "    }\n"
+                 "    for (r = 0u; r < EC_INLINE_CLASSES; r++) {\n"
+                 f"        {dist_t} d2 = ec_inline_unused[r];\n"
+                 "        for (k = 0u; k < EC_INLINE_COLUMNS; k++) {\n"
+                 "            const int16_t e = ec_inline_code[r][k];\n"
+                 "            if (e >= 0 && e != (int16_t)sym[k])\n"
+                 "                d2 += 2u;\n"
+                 "        }\n"
+                 "        if (decision != NULL)\n"
+                 "            decision[EC_INLINE_COLUMNS + r] = (int64_t)d2;\n"
+                 "        if (r == 0u || d2 < best_d) { /* ties: the lowest class index */\n"
+                 "            best_d = d2;\n"
+                 "            best = r;\n"
+                 "        }\n"
+                 "    }\n"
+                 "    *label = (int32_t)best;\n"
+                 "    return EC_OK;\n")
+        header = ("/*\n * ec_inline.c - ECOC tree learners as code (generated by `edgecode "
+                  f"firmware --trees {'inline' if form == 'code' else 'arrays'}`;\n"
+                  " * firmware_sim/kinds/ecoc.py, ECOCDevice.c_inline): "
+                  f"{m} columns, {N} symbols, {c} classes,\n * {d} features. The C API of "
+                  "edgecode_rt.h for this model alone, bit for bit as\n * firmware_sim's "
+                  "device.infer; ec_model_open accepts this model's 8-byte stamp\n"
+                  " * (model_image.c) only.\n */")
+        return api_source(kind_code=self.kind_code, header=header, stamp_bytes=stamp,
+                          n_features=d, frame_width=d, decision_len=m + c, workspace_bytes=0,
+                          body=body, infer=infer, class_names=self.container.class_names,
+                          quantize=quantize)
 
     def workspace_bytes(self):
         """The runtime's symbols and distances (8 bytes each) plus fixed scalars."""
@@ -567,8 +697,7 @@ class ECOCDevice(Device):
             scalars = {"scores_int64": 8 * int(self._n_out.max(initial=1)), "distance": 4,
                        "best_class": 2}
         else:
-            names += ["tree_feature", "tree_threshold", "tree_left", "tree_right", "tree_leaf",
-                      "tree_root"]
+            names += list(ECOC_TREE_ARRAYS)
             depth = self._depths()
             ops["node_comparisons_worst"] = int(depth.sum())
             scalars = {"node_index": 4, "distance": 4, "best_class": 2}
@@ -588,33 +717,9 @@ class ECOCDevice(Device):
         }
 
     def _depths(self):
-        """Depth (internal nodes on the longest root-leaf path) of each column's tree
-        (computed once: the trees of a loaded device do not change)."""
-        cached = getattr(self, "_depth_cache", None)
-        if cached is None:
-            cached = self._depth_cache = self._tree_depths()
-        return cached
-
-    def _tree_depths(self):
-        # one pass in node order, O(nodes): the loader guarantees that children come
-        # after their parent and that every node has one parent (check_container), so a
-        # node's depth and column are final when it is reached; no recursion, no walk
-        f, left, right = self._tf, self._tl.tolist(), self._tr.tolist()
-        nn = f.shape[0]
-        depth = [0] * nn
-        col = [-1] * nn
-        for j, r in enumerate(self._root.tolist()):
-            col[r] = j
-        for i in np.flatnonzero(f >= 0).tolist():
-            a, b = left[i], right[i]
-            if not i < a < nn or not i < b < nn:
-                raise ContainerError(f"ecoc container: node {i}'s children must come after it")
-            depth[a] = depth[b] = depth[i] + 1
-            col[a] = col[b] = col[i]
-        out = np.zeros(self.n_columns, np.int64)
-        leaves = np.flatnonzero(f < 0)
-        np.maximum.at(out, np.asarray(col, np.int64)[leaves], np.asarray(depth, np.int64)[leaves])
-        return out
+        """Decision levels (internal nodes on the longest root-leaf path) of each
+        column's tree (from the loader's one-pass layout check)."""
+        return self._depth_cache
 
 
 def doubled_distances(code, sym):
@@ -664,8 +769,8 @@ def flip_radius(dist, label):
 # --------------------------------------------------------------------------
 ECOC_LEARNER_KINDS = {code: name for name, code in LEARNER_KINDS.items()}
 ECOC_LINEAR_ARRAYS = ("lin_weights", "lin_bias", "col_out_offset", "col_n_out")
-ECOC_TREE_ARRAYS = ("tree_feature", "tree_threshold", "tree_left", "tree_right", "tree_leaf",
-                    "tree_root")
+#: ECOC tree learners: the node arrays of kind forest (rules 3, 4, 6-8 there)
+ECOC_TREE_ARRAYS = ("tree_root", "node_feature", "node_threshold", "node_left", "node_right")
 ECOC_META = {"learner_kind": "str", "n_symbols": "int", "tie_rule": "str",
              "weight_shifts": "int_list", "code": "str"}
 
@@ -812,78 +917,43 @@ def _check_linear(container, m, d, n_cls):
 
 
 def _check_trees(container, m, d, n_cls, cls_off, classes, n_sym):
-    kind, req = "ecoc", container.require
-    feat = req("tree_feature", np.int32, (None,))
-    nn = feat.shape[0]
-    thr = req("tree_threshold", np.int32, (nn,))
-    left = req("tree_left", np.int32, (nn,))
-    right = req("tree_right", np.int32, (nn,))
-    leaf = req("tree_leaf", np.int16, (nn,))
-    root = req("tree_root", np.int32, (m,))
-    if nn < m:
-        fail(kind, f"array 'tree_feature' must have at least one node per column ({m}); "
-                    f"got {nn}")
-    check_index(kind, "tree_root", root, nn, "tree_feature")
-    check_range(kind, "tree_feature", feat, -1, d - 1,
-                rule=f"must be a feature in [0, {d}) or -1 (leaf)")
-    internal = feat >= 0
-    node = np.arange(nn, dtype=np.int64)
-    for name, child in (("tree_left", left), ("tree_right", right)):
-        ch = child.astype(np.int64)
-        bad = internal & ((ch <= node) | (ch >= nn))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            fail(kind, f"array {name!r} must point after its parent and inside the "
-                        f"{nn} nodes (children come after their parent); got {name}[{i}] = "
-                        f"{child[i]} at internal node {i}")
-        bad = ~internal & (ch != -1)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            fail(kind, f"array {name!r} must be -1 at a leaf (tree_feature -1); got "
-                        f"{name}[{i}] = {child[i]}")
-    # tree_threshold: any int32 is safe (an int16 input compared with an int32
-    # threshold; one outside the int16 range sends every input the same way),
-    # so a parameter upset there runs, as it would on a device
-    # every node: exactly one parent, or exactly one column's root (no shared node,
-    # no orphan; with children after parents, no cycle)
-    ins = np.flatnonzero(internal)
-    refs = (np.bincount(left[ins], minlength=nn) + np.bincount(right[ins], minlength=nn)
-            + np.bincount(root, minlength=nn))
-    if (refs != 1).any():
-        i = int(np.flatnonzero(refs != 1)[0])
-        what = "no parent and is no column's root (orphan)" if refs[i] == 0 else \
-            f"{int(refs[i])} references (a shared node)"
-        fail(kind, f"arrays 'tree_left', 'tree_right' and 'tree_root': node {i} has {what}; "
-                    "every node must have exactly one parent or be exactly one column's root")
-    # the column of every node (pointer jumping to the root), then leaf symbols
-    parent = np.full(nn, -1, np.int64)
-    parent[left[ins]] = ins
-    parent[right[ins]] = ins
-    top = np.where(parent < 0, node, parent)
-    while True:
-        nxt = top[top]
-        if np.array_equal(nxt, top):
-            break
-        top = nxt
-    col_of_root = np.full(nn, -1, np.int64)
-    col_of_root[root] = np.arange(m)
-    col = col_of_root[top]
-    leaves = np.flatnonzero(~internal)
-    check_range(kind, "tree_leaf", np.where(internal, 0, leaf), 0, n_sym - 1,
-                rule=f"must hold a symbol in [0, n_symbols = {n_sym}) at a leaf")
-    # the symbols of column j: col_classes[cls_off[j] : cls_off[j] + n_cls[j]]
-    owner = np.repeat(np.arange(m, dtype=np.int64), n_cls.astype(np.int64))
-    valid = owner * n_sym + classes.astype(np.int64)
-    keys = col[leaves] * n_sym + leaf[leaves].astype(np.int64)
-    ok = np.isin(keys, valid)
+    """Tree learners: the node arrays of kind ``forest`` (its rules 3, 4 and 6-8:
+    narrow dtypes, every tree in preorder right after the previous one, every
+    node referenced once and forward, at most 64 levels, features below ``d``)
+    with one tree per column and the N symbols as the leaves (a reference ``r <
+    N`` is symbol ``r``), plus: every leaf a tree can reach is a symbol of its
+    column's learner."""
+    kind = "ecoc"
+    root, feat, thr, left, right = check_node_arrays(container, kind, m)
+    depth = check_node_layout(kind, root, feat, left, right, n_sym, d)
+    # the symbols each tree reaches: its root if a leaf, else the leaf references of
+    # its nodes [start, next tree's start) (the layout is checked: trees are consecutive)
+    root64 = root.astype(np.int64)
+    n = feat.shape[0]
+    inner = np.flatnonzero(root64 >= n_sym)
+    starts = root64[inner] - n_sym
+    owner = np.full(n, -1, np.int64)
+    if inner.size:
+        tree_of = np.searchsorted(starts, np.arange(n), side="right") - 1
+        owner = inner[tree_of]
+    cols = np.concatenate([np.flatnonzero(root64 < n_sym), owner, owner])
+    refs = np.concatenate([root64[root64 < n_sym], left.astype(np.int64),
+                           right.astype(np.int64)])
+    where = ["tree_root"] * int((root64 < n_sym).sum()) + ["node_left"] * n + ["node_right"] * n
+    index = np.concatenate([np.flatnonzero(root64 < n_sym), np.arange(n), np.arange(n)])
+    is_leaf = refs < n_sym
+    col_owner = np.repeat(np.arange(m, dtype=np.int64), n_cls.astype(np.int64))
+    valid = col_owner * n_sym + classes.astype(np.int64)
+    ok = ~is_leaf | np.isin(cols * n_sym + refs, valid)
     if not ok.all():
-        i = int(leaves[np.flatnonzero(~ok)[0]])
-        j = int(col[i])
+        k = int(np.flatnonzero(~ok)[0])
+        j = int(cols[k])
         syms = classes[cls_off[j]:cls_off[j] + n_cls[j]].tolist()
-        fail(kind, f"array 'tree_leaf' must hold a symbol of its column's learner; got "
-                    f"tree_leaf[{i}] = {leaf[i]} in the tree of column {j} (symbols {syms})")
-    return {"tree_feature": feat, "tree_threshold": thr, "tree_left": left,
-            "tree_right": right, "tree_leaf": leaf, "tree_root": root}
+        fail(kind, f"array {where[k]!r} must reach only symbols of its column's learner; got "
+                    f"{where[k]}[{int(index[k])}] = {int(refs[k])} (symbol {int(refs[k])}) in "
+                    f"the tree of column {j} (symbols {syms})")
+    return {"tree_root": root, "node_feature": feat, "node_threshold": thr,
+            "node_left": left, "node_right": right, "tree_depth": depth}
 
 
 def load_ecoc(source):

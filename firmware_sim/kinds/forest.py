@@ -46,57 +46,25 @@ from .. import accounting
 from .._validation import check_finite, check_meta, check_scalar, fail
 from ..artifact import Container, read_container
 from ..device import Device, Inference, register_kind
-from ..errors import ContainerError, FrameError
+from ..errors import ContainerError, DeviceError, FrameError
 from .ecoc import quantize_inputs
-from ._kernels.forest import (LAYOUT_DEPTH, LAYOUT_FEATURE, LAYOUT_LEFT, LAYOUT_RANGE,
-                              LAYOUT_RIGHT, LAYOUT_ROOT, LAYOUT_UNUSED, _forest_layout,
-                              _forest_leaves, _forest_votes)
+from ._kernels.forest import _forest_leaves, _forest_votes
+from ._trees import (MAX_DEPTH, _require_unsigned, check_node_arrays,  # noqa: F401
+                     check_node_layout, narrowest_unsigned)
 
 __all__ = ["ForestDevice", "load_forest", "make_forest_arrays", "check_forest",
+           "check_node_arrays", "check_node_layout",
            "MAX_DEPTH", "MAX_CLASSES", "LEAF_KINDS", "narrowest_unsigned"]
 
 KIND = "forest"
-#: Decision levels a tree may have (the C loader checks the preorder layout
-#: with a stack of this many entries).
-MAX_DEPTH = 64
 #: Classes a forest may have (``n_classes``).
 MAX_CLASSES = 65535
 #: ``meta["leaf"]`` values: class leaves (hard vote) or probability leaves (soft vote).
 LEAF_KINDS = ("class", "proba")
-_REF_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32))
 _LEAF_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16))
 NODE_ARRAYS = ("node_feature", "node_threshold", "node_left", "node_right")
 FOREST_META = {"leaf": "str", "estimator": "str", "n_estimators": "int", "leaf_bits": "int",
                "tie_rule": "str", "max_depth": "int"}
-_LAYOUT_RULE = {
-    LAYOUT_ROOT: ("tree_root", "must name a leaf or the next unused node (trees one after "
-                  "the other, in preorder)"),
-    LAYOUT_FEATURE: ("node_feature", "must be a feature in [0, n_features = {d})"),
-    LAYOUT_RANGE: ("node_left", "and 'node_right' must reference nodes inside the {n} "
-                   "nodes"),
-    LAYOUT_LEFT: ("node_left", "must name a leaf (< {L}) or the next node ({L}: preorder, "
-                  "a left child that is a node comes right after its parent)"),
-    LAYOUT_RIGHT: ("node_right", "must name a leaf (< {L}) or the node right after the "
-                   "left subtree (preorder: every node referenced exactly once, forward)"),
-    LAYOUT_DEPTH: ("node_left", "and 'node_right' must build trees of at most "
-                   f"{MAX_DEPTH} decision levels"),
-    LAYOUT_UNUSED: ("node_feature", "must hold only the trees' nodes (no node after the last "
-                    "tree)"),
-}
-
-
-def narrowest_unsigned(max_value):
-    """The narrowest of uint8, uint16, uint32 holding ``max_value`` (>= 0).
-
-    >>> [narrowest_unsigned(v).name for v in (0, 255, 256, 70000)]
-    ['uint8', 'uint8', 'uint16', 'uint32']
-    """
-    for dt in _REF_DTYPES:
-        if int(max_value) <= np.iinfo(dt).max:
-            return dt
-    raise ContainerError(f"forest arrays: a value {max_value} needs more than 32 bits")
-
-
 def _as_ints(a, name, ndim):
     arr = np.asarray(a)
     if arr.ndim != ndim:
@@ -171,17 +139,6 @@ def make_forest_arrays(feature, threshold, left, right, root, n_classes, in_cent
     return arrays
 
 
-def _require_unsigned(container, name, dtypes, shape):
-    """Array ``name`` of one of ``dtypes`` (the narrow integer choices) and ``shape``."""
-    if name not in container.arrays:
-        container.require(name, dtypes[0], shape)          # the standard "missing" error
-    arr = container.arrays[name]
-    if arr.dtype.newbyteorder("=") not in dtypes:
-        names = " or ".join(dt.name for dt in dtypes)
-        fail(KIND, f"array {name!r} must have dtype {names}; got {arr.dtype.name}")
-    return container.require(name, arr.dtype, shape)
-
-
 def check_forest(container):
     """The rules of kind ``forest`` (``docs/container_format.md``); returns the
     validated arrays by name plus ``d``, ``n_classes``, ``n_leaves``, ``leaf``
@@ -198,20 +155,11 @@ def check_forest(container):
         fail(KIND, "array 'in_center' must have at least one feature; got shape (0,)")
     check_finite(KIND, "in_center", center)
     shift = req("in_shift", np.int8, (d,))
-    # rule 3: trees
-    root = _require_unsigned(container, "tree_root", _REF_DTYPES, (None,))
+    # rule 3: trees; rule 4: the decision nodes
+    root, feat, thr, left, right = check_node_arrays(container, KIND)
     n_trees = root.shape[0]
     if n_trees < 1:
         fail(KIND, "array 'tree_root' must have at least one tree; got shape (0,)")
-    # rule 4: the decision nodes, one reference dtype for both children
-    feat = _require_unsigned(container, "node_feature", _REF_DTYPES, (None,))
-    n = feat.shape[0]
-    thr = req("node_threshold", np.int16, (n,))
-    left = _require_unsigned(container, "node_left", _REF_DTYPES, (n,))
-    right = _require_unsigned(container, "node_right", _REF_DTYPES, (n,))
-    if left.dtype != right.dtype:
-        fail(KIND, f"arrays 'node_left' and 'node_right' must have one dtype; got "
-                    f"{left.dtype.name} and {right.dtype.name}")
     # rule 5: the leaves
     if "leaf_value" in container.arrays:
         lv = _require_unsigned(container, "leaf_value", _LEAF_DTYPES, (None, n_classes))
@@ -223,26 +171,7 @@ def check_forest(container):
     else:
         lv, n_leaves, leaf = None, n_classes, "class"
     # rules 6-8: features, references and the preorder layout, in one pass
-    depth = np.zeros(n_trees, np.int64)
-    code, at = _forest_layout(feat.astype(np.int64), left.astype(np.int64),
-                              right.astype(np.int64), root.astype(np.int64), int(n_leaves),
-                              int(d), MAX_DEPTH, depth)
-    if code:
-        name, rule = _LAYOUT_RULE[code]
-        rule = rule.format(d=d, n=n, L=n_leaves)
-        if code == LAYOUT_ROOT:
-            got = f"tree_root[{at}] = {root[at]}"
-        elif code == LAYOUT_UNUSED:
-            got = f"{n - at} nodes after the last tree (from node {at})"
-        elif code == LAYOUT_FEATURE:
-            got = f"node_feature[{at}] = {feat[at]}"
-        elif code == LAYOUT_RIGHT:
-            got = f"node_right[{at}] = {right[at]}"
-        elif code == LAYOUT_LEFT:
-            got = f"node_left[{at}] = {left[at]}"
-        else:
-            got = f"a walk reaching node {at}"
-        fail(KIND, f"array {name!r} {rule}; got {got}")
+    depth = check_node_layout(KIND, root, feat, left, right, n_leaves, d)
     check_meta(container, FOREST_META, lengths={"classes": n_classes},
                values={"leaf": leaf})
     if lv is not None and "leaf_bits" in container.meta and \
@@ -437,6 +366,93 @@ class ForestDevice(Device):
         a = self.container.arrays
         return {"EC_FOREST_FEATURE_BYTES": a["node_feature"].dtype.itemsize,
                 "EC_FOREST_REF_BYTES": a["node_left"].dtype.itemsize}
+
+    def c_inline(self, stamp, form="code"):
+        """The forest as C code (``edgecode firmware --trees inline``, form
+        ``"code"``; :mod:`firmware_sim.c_inline`): one function per tree
+        (nested ``if (q[f] <= t)``, leaf ids returned as constants, the
+        narrowest fast type that holds them), called through a table in ROM;
+        or (``--trees arrays``, form ``"arrays"``) the node arrays of the image
+        compiled in as constants and walked by one loop, the smallest form; the votes in the
+        narrowest type that holds the largest sum (``uint8_t`` for up to 255
+        trees with class leaves), the probability table (if any) as a constant
+        array, the quantizer's constants for ``ec_quantize``. ``ec_infer``
+        writes the same decision integers as the table form (every tree's
+        leaf id, then the votes) and the first class with the most votes."""
+        from ..c_inline import api_source, fast_uint, least_uint, quantizer_c, trees_c
+
+        if form not in ("code", "arrays"):
+            raise DeviceError(f"form must be 'code' or 'arrays'; got {form!r}")
+        T, C, L, d = self.n_trees, self.n_classes, self.n_leaves, self.n_features
+        leaf_t = fast_uint(max(L - 1, 0))
+        idx_t = fast_uint(max(T, C))
+        if self.leaf == "class":
+            vote_t = least_uint(T)
+        else:
+            vote_t = least_uint(T * int(self._values.max(initial=0)))
+        a = self.container.arrays
+        q_body, quantize = quantizer_c(a["in_center"], a["in_shift"])
+        parts = [f"#define EC_INLINE_TREES {T}u\n#define EC_INLINE_CLASSES {C}u\n",
+                 f"typedef {leaf_t} ec_inline_leaf;\n", q_body]
+        if self.leaf == "proba":
+            lv = a["leaf_value"]
+            lt = "uint8_t" if lv.dtype.itemsize == 1 else "uint16_t"
+            parts.append(f"/* the shared leaf table: quantized probabilities, one row per "
+                         f"distinct leaf */\nstatic const EC_ROM {lt} ec_inline_leaf_value"
+                         f"[{L}][{C}] = {{")
+            parts.append(",\n".join("    {" + ", ".join(str(int(v)) for v in row) + "}"
+                                    for row in lv) + "\n};\n")
+        trees, call = trees_c(a, L, form)
+        parts.append(trees)
+        if self.leaf == "class":
+            vote = "        votes[leaf]++;\n"
+        else:
+            vote = ("        for (c = 0u; c < EC_INLINE_CLASSES; c++)\n"
+                    "            votes[c] += ec_inline_leaf_value[leaf][c];\n")
+        # decision NULL: the label only (no T + C int64 to write: on AVR a fifth of
+        # the inference); two loops, so that neither tests it per tree
+        vote_leaf = vote.replace("leaf", call) \
+            if self.leaf == "class" else None
+        label_only = ("        for (k = 0u; k < EC_INLINE_TREES; k++)\n"
+                      "    " + vote_leaf) if vote_leaf else \
+            ("        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
+             f"            const ec_inline_leaf leaf = {call};\n"
+             "    " + vote.replace("\n        ", "\n            ") + "        }\n")
+        infer = (f"    {vote_t} votes[EC_INLINE_CLASSES];\n"
+                 f"    {idx_t} k, c, best = 0u;\n"
+                 "    for (c = 0u; c < EC_INLINE_CLASSES; c++)\n"
+                 "        votes[c] = 0u;\n"
+                 "    if (decision == NULL) {\n" + label_only +
+                 "        for (c = 1u; c < EC_INLINE_CLASSES; c++)\n"
+                 "            if (votes[c] > votes[best])\n"
+                 "                best = c;\n"
+                 "        *label = (int32_t)best;\n"
+                 "        return EC_OK;\n"
+                 "    }\n"
+                 "    {\n"
+                 "        for (k = 0u; k < EC_INLINE_TREES; k++) {\n"
+                 f"            const ec_inline_leaf leaf = {call};\n"
+                 "            decision[k] = (int64_t)leaf;\n"
+                 "    " + vote.replace("\n        ", "\n            ") +
+                 "        }\n"
+                 "    }\n"
+                 "    for (c = 0u; c < EC_INLINE_CLASSES; c++) {\n"
+                 "        decision[EC_INLINE_TREES + c] = (int64_t)votes[c];\n"
+                 "        if (votes[c] > votes[best])\n"
+                 "            best = c;\n"
+                 "    }\n"
+                 "    *label = (int32_t)best;\n"
+                 "    return EC_OK;\n")
+        header = ("/*\n * ec_inline.c - a tree forest as code (generated by `edgecode firmware "
+                  f"--trees {'inline' if form == 'code' else 'arrays'}`;\n * firmware_sim/kinds/forest.py, ForestDevice.c_inline): "
+                  f"{T} trees, {self.n_nodes} decision\n * nodes, {L} leaves ({self.leaf}), "
+                  f"{C} classes, {d} features. The C API of edgecode_rt.h for\n * this model "
+                  "alone, bit for bit as firmware_sim's device.infer; ec_model_open\n"
+                  " * accepts this model's 8-byte stamp (model_image.c) only.\n */")
+        return api_source(kind_code=self.kind_code, header=header, stamp_bytes=stamp,
+                          n_features=d, frame_width=d, decision_len=T + C,
+                          workspace_bytes=0, body="\n".join(parts), infer=infer,
+                          class_names=self.container.class_names, quantize=quantize)
 
     def workspace_bytes(self):
         """Upper bound of the C ``ec_workspace_bytes`` (the runtime needs none:

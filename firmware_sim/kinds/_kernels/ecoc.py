@@ -69,21 +69,6 @@ def _scores_to_symbols(scores, out_off, n_out, cls_off, n_cls, classes, sym):
 
 
 @njit(cache=True, nogil=True)
-def _tree_symbols(q, feature, threshold, left, right, leaf, root, sym):
-    """Walk one flattened tree per column on fixed-point inputs (left iff q <= threshold)."""
-    n, m = sym.shape
-    for i in range(n):
-        for j in range(m):
-            node = root[j]
-            while feature[node] >= 0:
-                if q[i, feature[node]] <= threshold[node]:
-                    node = left[node]
-                else:
-                    node = right[node]
-            sym[i, j] = leaf[node]
-
-
-@njit(cache=True, nogil=True)
 def _decode_packed(words, code, used, unused, labels):
     """Hamming-nearest binary codeword: ``2 popcount((w ^ c) & used) + unused``, first min."""
     n, w = words.shape
