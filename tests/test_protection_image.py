@@ -237,19 +237,21 @@ def test_full_protection_survives_every_single_upset(ecoc_tree, glass):
         assert (load(fault.apply_positions(prot.container, [b])).labels(frames) == clean).all()
 
 
-@pytest.mark.parametrize("array", ["tree_left", "tree_feature", "tree_leaf", "tree_threshold"])
-def test_a_detected_upset_of_a_tree_erases_its_learner(ecoc_tree, glass, array):
-    """Brute force over a sample of the bits of a tree array under parity: the
-    learner owning the node is erased (its tree rebuilt as a placeholder the
-    rules accept) and the labels are Hamming-nearest without its column."""
+def test_a_detected_threshold_upset_erases_its_learner(ecoc_tree, glass):
+    """Brute force over a sample of the bits of ``node_threshold`` under parity:
+    the learner owning the node is erased and the labels are Hamming-nearest
+    without its column. Owners from the compact format by hand: column j's tree
+    starts at node ``tree_root[j] - N`` (roots below N are one-leaf trees)."""
     X, _ = glass
     c = ecoc_tree.container
+    array = "node_threshold"
     prot = read_container(protect_container(c, {array: ("parity", 1)}))
     frames = ecoc_tree.encode(X)
     sym = ecoc_tree.stage(frames).astype(np.int64)
-    roots = np.asarray(c.arrays["tree_root"])
-    owner = np.searchsorted(np.sort(roots), np.arange(c.arrays[array].size), "right") - 1
-    owner = np.argsort(roots)[owner]
+    N = int(np.asarray(c.arrays["n_symbols"]).reshape(-1)[0])
+    starts = np.asarray(c.arrays["tree_root"], np.int64) - N
+    owner = [max((s, j) for j, s in enumerate(starts.tolist()) if 0 <= s <= i)[1]
+             for i in range(c.arrays[array].size)]
     size = c.arrays[array].dtype.itemsize
     fault = ParameterUpset(count=1, arrays=[array])
     for b in range(0, 8 * c.arrays[array].nbytes, 29):
@@ -258,6 +260,17 @@ def test_a_detected_upset_of_a_tree_erases_its_learner(ecoc_tree, glass, array):
         assert faulty.protection["erased_units"] == [col]
         ref = _hamming_without(np.asarray(ecoc_tree.code, np.int64), sym, [col])
         assert (faulty.labels(frames) == ref).all()
+
+
+@pytest.mark.parametrize("array", ["node_left", "node_feature"])
+def test_a_detected_structure_upset_of_a_tree_refuses_the_image(ecoc_tree, array):
+    """A tree's references have no fallback (a walk over a corrupted reference is
+    unsafe): parity detects the upset and the loader refuses the image."""
+    c = ecoc_tree.container
+    prot = read_container(protect_container(c, {array: ("parity", 1)}))
+    fault = ParameterUpset(count=1, arrays=[array])
+    with pytest.raises(ContainerError, match=array):
+        load(fault.apply_positions(prot, [3]))
 
 
 def test_forest_and_nb_fallbacks(glass):
@@ -302,7 +315,7 @@ def test_protected_images_pass_the_fuzzer(tmp_path, ecoc_tree):
         sys.path.remove(str(HERE))
     c = ecoc_tree.container
     plan = {n: ("tmr", 1) for n in ("code", "n_symbols", "tree_root", "learner_kind")}
-    plan.update(tree_threshold=("parity", 4), tree_left=("secded", 8), tree_leaf=("secded", 2))
+    plan.update(node_threshold=("parity", 2), node_left=("secded", 1), node_right=("tmr", 1))
     path = tmp_path / "ecoc_tree_protected.edgc"
     path.write_bytes(protect_container(c, plan))
     nb = firmware_sim.ProtectedNBDevice.from_arrays([3, -2, 4, 1], 1, [1, 0, 2, 0])
