@@ -251,6 +251,12 @@ def register(sub):
                         "atmega2560 run under simavr, cycle-exact) or rv32imac "
                         "(riscv64-unknown-elf-gcc + picolibc; runs under "
                         "qemu-system-riscv32)")
+    f.add_argument("--format", default="sources", choices=("sources", "arduino", "cmake"),
+                   help="layout of --out: sources (the runtime, image, runner and Makefile "
+                   "for --target), arduino (an Arduino library: library.properties, src/, "
+                   "an example sketch reading frames over Serial) or cmake (a CMakeLists.txt "
+                   "with the library target edgecode_model and an example); arduino and "
+                   "cmake are written only (no --build/--check)")
     f.add_argument("--build", action="store_true", help="compile and print real flash/RAM")
     f.add_argument("--check", action="store_true", help="build, run and compare with "
                    "firmware_sim frame for frame")
@@ -279,7 +285,27 @@ def register(sub):
     f.set_defaults(out_is_dir=True, func=lambda a: run_firmware_cli(
         a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
         split=a.split, max_points=a.max_points, random_frames=a.random_frames,
-        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a)))
+        allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a))
+        if a.format == "sources" else run_format_cli(a.artifact, a.out, a.format, a))
+
+
+def run_format_cli(artifact, out_dir, fmt, args=None, stream=None):
+    """``edgecode firmware --format arduino|cmake``: write the library (issue 26)."""
+    from export.formats import write_format
+
+    out = stream or sys.stdout
+    if args is not None and (args.build or args.check):
+        raise UsageError(f"--format {fmt} writes the library only; --build and --check "
+                         "build and run the sources layout (--format sources)")
+    info = write_format(artifact, out_dir, fmt)
+    if fmt == "arduino":
+        how = (f"an Arduino library '{info['name']}' (copy it into your sketchbook's "
+               f"libraries/ folder; example sketch {info['sketch']})")
+    else:
+        how = "a CMake library target edgecode_model (add_subdirectory it) and edgecode_example"
+    print(f"wrote {len(info['files'])} files to {out_dir}: {how}; {info['kind']} model, frames "
+          f"of {info['frame_width']} int16 values", file=out)
+    return info
 
 
 def _data_options(args):
