@@ -30,6 +30,7 @@ stored prices on models other than these (within 10% on AVR).
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -43,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 PRICES_FILE = ROOT / "firmware_sim" / "profile_prices.json"
 #: Target -> the profile whose prices it calibrates.
 TARGET_PROFILE = {"atmega328p": "atmega328p", "atmega2560": "atmega2560",
-                  "rv32imac": "rv32imac", "cortex-m4": "cortex-m4", "cortex-m3": "cortex-m0"}
+                  "rv32imac": "rv32imac", "cortex-m4": "cortex-m4", "cortex-m0plus": "cortex-m0"}
 
 
 # ----------------------------------------------------------------------------- models
@@ -132,6 +133,47 @@ CALIBRATION = {
 }
 
 
+#: Models the calibration does not see (other sizes, seeds, features):
+#: ``--check`` and tests/test_cost_model.py price them with the stored prices.
+HELD_OUT = {
+    "protected_nb": lambda: _nb(14, 40, 11),
+    "ecoc_linear": lambda: _linear(7, 2, 20, 12),
+    "ecoc_linear_3ary": lambda: _linear(6, 3, 12, 13),
+    "ecoc_trees": lambda: _trees(9, 2, 4, 14),
+    "ecoc_trees_3ary": lambda: _trees(7, 3, 3, 15),
+    "ssbc_table": lambda: _ssbc(20, 20, 70, 40),
+    "ssbc_codes": lambda: _ssbc(10, 14, 0, 28),
+    "forest_class": lambda: _forest(10, 4, "class", 16),
+    "forest_proba": lambda: _forest(7, 3, "proba", 17),
+}
+
+
+def check(target, names=None):
+    """Rows ``(model, measured open, estimated open, measured mean inference,
+    estimated, worst per-frame |relative error|)`` of the held-out models on
+    ``target`` priced with the stored prices of its profile."""
+    from firmware_sim.profiles import estimate
+
+    prof = TARGET_PROFILE[target]
+    names = names or list(HELD_OUT)
+    models = {n: HELD_OUT[n]() for n in names}
+    root = Path(tempfile.mkdtemp(prefix="edgecode-check-"))
+
+    def one(n):
+        dev, X = models[n]
+        fr = frames_for(dev, X, n_rows=5, n_random=2, seed=99)
+        o, inf = measure(dev, fr, target, root / n)
+        e = estimate(prof, dev, frames=fr)
+        rel = np.abs(np.asarray(e["cycles_per_frame"]) - inf) / inf
+        return (n, o, e["open_cycles"], float(inf.mean()), e["cycles"], float(rel.max()))
+
+    try:
+        with ThreadPoolExecutor(2) as ex:
+            return list(ex.map(one, names))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def cost_family(device):
     """The price table a device uses: its kind, ECOC split by learner family."""
     kind = device.container.kind
@@ -159,7 +201,7 @@ def measure(device, frames, target, workdir):
     instructions on rv32imac, TRM-priced cycles of the trace on Cortex-M)."""
     from export.firmware import build_firmware, run_firmware_measured, write_firmware
 
-    if target in ("cortex-m4", "cortex-m3"):
+    if target in ("cortex-m4", "cortex-m0plus"):
         from export.cortex_cycles import trace_cycles
         return trace_cycles(device, frames, target, workdir)
     write_firmware(device.container, workdir, target)
@@ -185,9 +227,12 @@ def samples(target, kinds=None, models=CALIBRATION, jobs=2):
         return k, (dev.cost_counts(fr), o, inf)
 
     out = {}
-    with ThreadPoolExecutor(jobs) as ex:
-        for k, s in ex.map(one, todo):
-            out.setdefault(k, []).append(s)
+    try:
+        with ThreadPoolExecutor(jobs) as ex:
+            for k, s in ex.map(one, todo):
+                out.setdefault(k, []).append(s)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
     return out
 
 
@@ -246,7 +291,19 @@ def main(argv=None):
     p.add_argument("targets", nargs="+", choices=sorted(TARGET_PROFILE))
     p.add_argument("--kinds", nargs="*", default=None, choices=sorted(CALIBRATION))
     p.add_argument("--write", action="store_true", help=f"store the prices in {PRICES_FILE}")
+    p.add_argument("--check", action="store_true", help="price the held-out models with the "
+                   "stored prices and print estimate / measured (no fitting)")
     a = p.parse_args(argv)
+    if a.check:
+        for target in a.targets:
+            print(f"\n{target} (profile {TARGET_PROFILE[target]}): held-out models, stored "
+                  "prices\n| model | open measured | open est. | ratio | inference measured "
+                  "(mean) | est. | ratio | worst frame |rel. err.| |\n|---|---:|---:|---:|---:|"
+                  "---:|---:|---:|")
+            for n, o, eo, i, ei, r in check(target):
+                print(f"| {n} | {o:,.0f} | {eo:,.0f} | {eo / o:.3f} | {i:,.0f} | {ei:,.0f} | "
+                      f"{ei / i:.3f} | {r:.3f} |")
+        return
     stored = json.loads(PRICES_FILE.read_text()) if PRICES_FILE.exists() else {}
     for target in a.targets:
         prof = TARGET_PROFILE[target]

@@ -813,7 +813,7 @@ def _entry(run, cfg, label, fitted, flash, ram, source, wide):
 
     o, res = run.opts, fitted.export.resources
     site = None if o.site == "default" else o.site
-    est = estimate(run.profile, res)
+    est = estimate(run.profile, fitted.export.device)   # calibrated prices (issue 26)
     pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, run.fault,
                             site)
     entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,

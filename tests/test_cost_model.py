@@ -31,17 +31,7 @@ from firmware_sim.profiles import BUILTIN_PROFILES, estimate, get_profile  # noq
 CI = bool(os.environ.get("EDGECODE_CI"))
 
 #: Held-out models, one or two per cost family (none is in cal.CALIBRATION).
-HELD_OUT = {
-    "protected_nb": lambda: cal._nb(14, 40, 11),
-    "ecoc_linear": lambda: cal._linear(7, 2, 20, 12),
-    "ecoc_linear_3ary": lambda: cal._linear(6, 3, 12, 13),
-    "ecoc_trees": lambda: cal._trees(9, 2, 4, 14),
-    "ecoc_trees_3ary": lambda: cal._trees(7, 3, 3, 15),
-    "ssbc_table": lambda: cal._ssbc(20, 20, 70, 40),
-    "ssbc_codes": lambda: cal._ssbc(10, 14, 0, 28),
-    "forest_class": lambda: cal._forest(10, 4, "class", 16),
-    "forest_proba": lambda: cal._forest(7, 3, "proba", 17),
-}
+HELD_OUT = cal.HELD_OUT
 TARGETS = ("atmega328p", "atmega2560")
 
 
@@ -167,3 +157,55 @@ def test_knn_insertions_equal_brute_force():
                 best = sorted(best + [dd])[:K]
                 n += 1
         assert got[i] == n
+
+
+# ------------------------------------------------------------------ Cortex-M traces
+def test_trm_pricing_of_instructions_and_a_synthetic_trace():
+    from export.cortex_cycles import CORTEX_M0PLUS_CYCLES as M0, CORTEX_M4_CYCLES as M4, \
+        _price_log, instruction_cycles
+
+    assert instruction_cycles("adds", "r0, r1", M4) == 1
+    assert instruction_cycles("ldr.w", "r3, [r2, #4]", M4) == 2
+    assert instruction_cycles("push", "{r4, r5, r6, lr}", M4) == 5          # 1 + N
+    assert instruction_cycles("pop", "{r4, pc}", M4) == 1 + 2 + 2          # 1 + N + P
+    assert instruction_cycles("bne.n", "#0x10", M4, taken=False) == 1
+    assert instruction_cycles("bne.n", "#0x10", M4, taken=True) == 3
+    assert instruction_cycles("bl", "#0x400", M0) == 3
+    assert instruction_cycles("umull", "r0, r1, r2, r3", M4) == 1
+    # a trace: mark (0x100), then a block of 2 ALU + a taken branch, run twice
+    # (the second time the branch falls through); marks 2 and 3; the block; mark 4
+    log = "\n".join([
+        "IN: ec_trace_mark", "0x00000100:  4770       bx       lr",
+        "IN: f", "0x00000200:  1c40       adds     r0, r0, #1",
+        "0x00000202:  1c49       adds     r1, r1, #1",
+        "0x00000204:  d1fc       bne.n    #0x200",
+        "Trace 0: 0x1 [00000000/00000100/00000000/00000000] ec_trace_mark",
+        "Trace 0: 0x2 [00000000/00000200/00000000/00000000] f",
+        "Trace 0: 0x2 [00000000/00000200/00000000/00000000] f",
+        "Trace 0: 0x3 [00000000/00000206/00000000/00000000] g",
+        "Trace 0: 0x1 [00000000/00000100/00000000/00000000] ec_trace_mark",
+        "Trace 0: 0x1 [00000000/00000100/00000000/00000000] ec_trace_mark",
+        "Trace 0: 0x2 [00000000/00000200/00000000/00000000] f",
+        "Trace 0: 0x1 [00000000/00000100/00000000/00000000] ec_trace_mark"])
+    open_c, infer = _price_log(log, 0x100, M4, 1)
+    assert open_c == (1 + 1 + 3) + (1 + 1 + 1)           # taken, then not taken
+    assert infer.tolist() == [1 + 1 + 3]                 # next block 0x100 != 0x206: taken
+
+
+def test_cortex_m4_estimate_within_10_percent_of_the_priced_trace(tmp_path):
+    """The cortex-m4 prices were fitted to TRM-priced traces of the calibration
+    models; a held-out forest is within 10% of its own priced trace."""
+    from export.cortex_cycles import trace_cycles
+
+    why = toolchain_missing("cortex-m4", run=True)
+    if why:
+        if CI:
+            pytest.fail(f"CI must have the cortex-m4 toolchain: {why}")
+        pytest.skip(why)
+    dev, X = HELD_OUT["forest_proba"]()
+    fr = cal.frames_for(dev, X, n_rows=3, n_random=1, seed=5)
+    o, inf = trace_cycles(dev, fr, "cortex-m4", tmp_path)
+    e = estimate("cortex-m4", dev, frames=fr)
+    assert e["method"] == "calibrated"
+    rel = np.abs(np.asarray(e["cycles_per_frame"]) - inf) / inf
+    assert rel.max() <= 0.10 and abs(e["open_cycles"] - o) <= 0.10 * o

@@ -137,12 +137,46 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                                "what": what, "run": run}
             if run.summary() is not None:
                 print(run.summary(), file=out)
+            line = _estimate_line(device, frames, target, run, result["check"])
+            if line:
+                print(line, file=out)
             if not same:
                 raise ValueError(f"firmware and firmware_sim disagree on {bad} of "
                                  f"{len(frames)} frames; nothing was written to {dest}")
     remove_stale_sources(dest, info["sources"], info["files"])
     print(f"wrote {len(info['files'])} files to {dest}", file=out)
     return result
+
+
+#: ``--target`` -> the built-in profile whose calibrated prices price it.
+_ESTIMATE_PROFILE = {"atmega328p": "atmega328p", "atmega2560": "atmega2560",
+                     "rv32imac": "rv32imac", "cortex-m4": "cortex-m4",
+                     "cortex-m0plus": "cortex-m0"}
+
+
+def _estimate_line(device, frames, target, run, check):
+    """The calibrated estimate (``firmware_sim.profiles.estimate`` on the checked
+    frames) beside the measured counts, or None (no calibrated profile)."""
+    from firmware_sim.profiles import estimate
+
+    name = _ESTIMATE_PROFILE.get(target)
+    if name is None:
+        return None
+    e = estimate(name, device, frames=frames)
+    if e["method"] != "calibrated":
+        return None
+    check["estimate"] = {k: e[k] for k in ("cycles", "open_cycles", "energy_pj", "profile")}
+    unit = run.unit or "cycles"
+    text = (f"estimate (profile {name}, calibrated cost model): open {e['open_cycles']:,.0f} "
+            f"{unit}, inference {e['cycles']:,.0f} {unit} (mean of the frames)")
+    counts = getattr(run, "infer_counts", None)
+    if counts is not None and len(counts):
+        measured = float(np.mean(counts))
+        text += f", {e['cycles'] / measured:.3f}x the {measured:,.0f} measured"
+    if "open_energy_pj" in e:
+        text += (f"; energy per inference {e['energy_pj'] / 1e6:.3f} uJ (datasheet current at "
+                 f"{e['time_s'] * 1e3:.3f} ms)")
+    return text
 
 
 def _random_frames(device, n, rng):
