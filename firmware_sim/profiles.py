@@ -818,7 +818,9 @@ def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None,
 
     Energy: with the datasheet's supply current (``supply_v``,
     ``active_current_a``: the AVR profiles) cycles / ``clock_hz`` x V x I;
-    else the ``energy_pj`` table plus ``overhead_pj_per_cycle`` per cycle.
+    else the ``energy_pj`` table over the operation classes (the datapath
+    energy, whichever model gives the cycles) plus ``overhead_pj_per_cycle``
+    per cycle.
 
     Parameters
     ----------
@@ -869,7 +871,12 @@ def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None,
         family = counts.get("family", getattr(device.container, "kind", None))
         table = (p.prices or {}).get(family)
         if table is not None and "infer" in table:
+            # the datapath energy of the operations stays the operation classes'
+            # (it does not depend on how many cycles they take), the per-cycle
+            # overhead follows the calibrated cycles
+            datapath = out["energy_pj"] - p.overhead_pj_per_cycle * out["cycles"]
             out.update(_estimate_calibrated(p, family, table, counts, frames is not None))
+            out["energy_pj"] = datapath + p.overhead_pj_per_cycle * out["cycles"]
     jpc = p.joules_per_cycle
     if jpc is not None:
         out["energy_pj"] = out["cycles"] * jpc * 1e12
@@ -910,8 +917,6 @@ def _estimate_calibrated(p, family, table, counts, per_frame):
         out["open_cycles"] = float(o)
         out["open_time_s"] = float(o) / p.clock_hz
     out["time_s"] = out["cycles"] / p.clock_hz
-    out["energy_pj"] = sum(v["energy_pj"] for v in out["by_class"].values()) + \
-        p.overhead_pj_per_cycle * out["cycles"]
     return out
 
 
