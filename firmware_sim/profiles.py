@@ -9,7 +9,11 @@ you can
 * turn the operation counts every device runtime reports (``resources()``)
   into cycle and energy estimates (:func:`estimate`, :func:`annotate`).
 
-Built-in profiles: ``"cortex-m0"`` and ``"cortex-m4"`` (:data:`BUILTIN_PROFILES`).
+Built-in profiles: ``"cortex-m0"``, ``"cortex-m4"``, ``"atmega328p"``,
+``"atmega2560"`` and ``"rv32imac"`` (:data:`BUILTIN_PROFILES`); each carries
+a cost model calibrated against measured cycles (``prices``, read from
+``profile_prices.json``; issue 26): ``estimate(profile, device)`` prices the
+device's ``cost_counts``.
 Every number can be overridden from a small JSON or TOML file
 (:func:`load_profile`; TOML needs Python >= 3.11 for :mod:`tomllib`).
 The numbers, their sources and the cost model are documented in
