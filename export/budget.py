@@ -1083,7 +1083,7 @@ def _evaluate_one(cfg, task, lb, ctx):
                                                "flash_bytes": flash, "ram_bytes": ram,
                                                "reason": "; ".join(over)}}
     res = fitted.export.resources
-    est = estimate(ctx.profile, res)
+    est = estimate(ctx.profile, fitted.export.device)   # calibrated prices (issue 26)
     pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, ctx.fault,
                             ctx.site)
     entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,

@@ -242,6 +242,21 @@ class BaseDevice:
         no such form."""
         return None
 
+    def cost_counts(self, frames=None):
+        """What the C runtime does for this image, counted for the cost model
+        (:func:`firmware_sim.profiles.estimate`, issue 26): ``{"open": {name:
+        count}, "infer": {name: count}}``, each count one kind of work of the
+        kind's C code (bits scanned, multiply-accumulates, nodes visited, bytes
+        of the image CRC'd ...), which a profile prices in cycles (its
+        ``prices[kind]``, fitted by ``benchmarks/calibrate_profiles.py``).
+        With ``frames``, the inference counts are arrays, one per frame (the
+        work that depends on the data, counted on it); without, one number
+        each (the data-dependent ones at their worst case). None (the
+        default): the kind has no cost model; the profile's operation classes
+        price ``resources()`` instead. An optional ``"family"`` names the
+        price table (default: the kind; ECOC has one per learner family)."""
+        return None
+
     def workspace_bytes(self) -> int:
         """Upper bound of the C runtime's ``ec_workspace_bytes`` for this image
         (the firmware writer's ``EC_WORKSPACE_BYTES``; the runner refuses to run

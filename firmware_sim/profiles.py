@@ -9,7 +9,11 @@ you can
 * turn the operation counts every device runtime reports (``resources()``)
   into cycle and energy estimates (:func:`estimate`, :func:`annotate`).
 
-Built-in profiles: ``"cortex-m0"`` and ``"cortex-m4"`` (:data:`BUILTIN_PROFILES`).
+Built-in profiles: ``"cortex-m0"``, ``"cortex-m4"``, ``"atmega328p"``,
+``"atmega2560"`` and ``"rv32imac"`` (:data:`BUILTIN_PROFILES`); each carries
+a cost model calibrated against measured cycles (``prices``, read from
+``profile_prices.json``; issue 26): ``estimate(profile, device)`` prices the
+device's ``cost_counts``.
 Every number can be overridden from a small JSON or TOML file
 (:func:`load_profile`; TOML needs Python >= 3.11 for :mod:`tomllib`).
 The numbers, their sources and the cost model are documented in
@@ -205,6 +209,19 @@ class DeviceProfile:
     runtime_profile : str
         The built-in profile whose measured runtime figures apply where the
         two fields above are None (a profile file inherits its base's).
+    prices : mapping or None
+        The calibrated cost model (issue 26): cost family (a kind; ECOC split
+        into ``ecoc_linear`` and ``ecoc_trees``) -> ``{"infer": {count:
+        cycles}, "open": {count: cycles}}``, the cycles of one unit of each
+        count of ``Device.cost_counts``, fitted against measured cycles by
+        ``benchmarks/calibrate_profiles.py`` (the built-in profiles read them
+        from ``firmware_sim/profile_prices.json``). A family it lacks is
+        estimated from the operation classes (``cycles``).
+    supply_v, active_current_a : float
+        The datasheet's supply voltage and active supply current at
+        ``clock_hz``: when both are set, the energy of an inference is its
+        cycles / ``clock_hz`` x V x I (the whole chip, as the datasheet
+        measures it) instead of the ``energy_pj`` table.
 
     Examples
     --------
@@ -228,6 +245,9 @@ class DeviceProfile:
     runtime_flash_bytes: object = 0
     runtime_ram_bytes: object = 0
     runtime_profile: str = ""
+    prices: object = None
+    supply_v: float = 0.0
+    active_current_a: float = 0.0
 
     def __post_init__(self):
         _validate(self)
@@ -269,7 +289,17 @@ class DeviceProfile:
         for name in ("runtime_flash_bytes", "runtime_ram_bytes"):
             if hasattr(d[name], "items"):
                 d[name] = dict(d[name])
+        if d["prices"] is not None:
+            d["prices"] = {f: {st: dict(t) for st, t in v.items()}
+                           for f, v in d["prices"].items()}
         return d
+
+    @property
+    def joules_per_cycle(self):
+        """Energy of one cycle from the datasheet current (V x I / f), or None."""
+        if self.supply_v > 0 and self.active_current_a > 0:
+            return self.supply_v * self.active_current_a / self.clock_hz
+        return None
 
     def with_overrides(self, **overrides):
         """A copy with some fields replaced; ``cycles`` / ``energy_pj`` are merged
@@ -316,6 +346,10 @@ def _validate(p):
             _check_number(value, f"{where}: {name}", integer=True)
             object.__setattr__(p, name, int(value))
     _check_number(p.clock_hz, f"{where}: clock_hz", positive=True)
+    for name in ("supply_v", "active_current_a"):
+        _check_number(getattr(p, name), f"{where}: {name}")
+        object.__setattr__(p, name, float(getattr(p, name)))
+    object.__setattr__(p, "prices", _check_prices(p.prices, where))
     _check_number(p.overhead_pj_per_cycle, f"{where}: overhead_pj_per_cycle")
     widths = tuple(p.int_widths)
     if not widths or any(w not in (8, 16, 32, 64) or isinstance(w, bool) for w in widths):
@@ -341,6 +375,32 @@ def _validate(p):
         for k, v in t.items():
             _check_number(v, f"{where}: {table}[{k!r}]")
         object.__setattr__(p, table, _freeze({k: float(t[k]) for k in OPERATION_CLASSES}))
+
+
+def _check_prices(prices, where):
+    """The ``prices`` field frozen: family -> stage ("infer"/"open") -> count -> cycles."""
+    if prices is None:
+        return None
+    if not hasattr(prices, "items"):
+        raise ProfileError(f"{where}: prices must be a table of cost family to "
+                           f"{{'infer': {{...}}, 'open': {{...}}}}; got {type(prices).__name__}")
+    out = {}
+    for fam, table in prices.items():
+        if not isinstance(fam, str) or not hasattr(table, "items"):
+            raise ProfileError(f"{where}: prices[{fam!r}] must be a table of 'infer' and "
+                               "'open' prices")
+        stages = {}
+        for stage, t in table.items():
+            if stage not in ("infer", "open"):
+                continue                      # notes such as fit_max_rel_error
+            if not hasattr(t, "items"):
+                raise ProfileError(f"{where}: prices[{fam!r}][{stage!r}] must be a table of "
+                                   "count name to cycles")
+            for k, v in t.items():
+                _check_number(v, f"{where}: prices[{fam!r}][{stage!r}][{k!r}]")
+            stages[stage] = _freeze({k: float(v) for k, v in t.items()})
+        out[fam] = _freeze(stages)
+    return _freeze(out)
 
 
 def _measured_runtime(profile_name):
@@ -407,8 +467,82 @@ CORTEX_M4 = DeviceProfile(
     runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="cortex-m4",
 )
 
+_AVR_INTS = (8, 16, 32, 64)
+#: Energy per operation class on the 8-bit AVR profiles: unused (their energy
+#: is the datasheet's whole-chip current, ``supply_v`` x ``active_current_a``
+#: per second of cycles); the Horowitz table stays as the class fallback.
+#: Cycles per operation class on the AVR core (the fallback of a family the
+#: calibration has no prices for): an 8-bit ALU, so a 32-bit add is 4
+#: single-cycle instructions, a 32-bit multiply a libgcc call (about 40
+#: cycles with the 2-cycle 8x8 MUL), popcount a table or loop (about 30),
+#: soft float (about 100/150), a 32-bit load 4 x LD (2 cycles) or 4 x LPM
+#: (3 cycles) from flash (AVR instruction set manual, DS40002198).
+_AVR_CYCLES = {"add": 4, "compare": 4, "logic": 4, "mul": 40, "popcount": 30, "fadd": 100,
+               "fmul": 150, "load_ram": 8, "load_flash": 12}
+
+ATMEGA328P = DeviceProfile(
+    name="atmega328p",
+    description="ATmega328P (Arduino Uno), 8-bit AVR, 16 MHz, 32 KB flash, 2 KB RAM, 5 V",
+    word_bits=8, flash_bytes=32 * 1024, ram_bytes=2 * 1024, int_widths=_AVR_INTS,
+    clock_hz=16e6, cycles=_AVR_CYCLES, energy_pj=_DEFAULT_ENERGY, has_fpu=False,
+    supply_v=5.0, active_current_a=10.4e-3,
+    source="cycles: the cost model fitted to exact simavr cycles "
+           "(benchmarks/calibrate_profiles.py, firmware_sim/profile_prices.json); energy: "
+           "datasheet DS40002061 / 8161D section 28.2.4 'ATmega328P DC Characteristics', "
+           "active supply current 5.2 mA typical at 8 MHz, 5 V, doubled for 16 MHz (the "
+           "current is about linear in the clock there; the typical-characteristics figure "
+           "'Active Supply Current vs. Frequency' agrees), whole chip, I/O modules off; "
+           "operation-class fallback: Horowitz ISSCC 2014 45 nm (unused for energy)",
+    runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="atmega328p",
+)
+
+ATMEGA2560 = DeviceProfile(
+    name="atmega2560",
+    description="ATmega2560 (Arduino Mega), 8-bit AVR, 16 MHz, 256 KB flash, 8 KB RAM, 5 V",
+    word_bits=8, flash_bytes=256 * 1024, ram_bytes=8 * 1024, int_widths=_AVR_INTS,
+    clock_hz=16e6, cycles=_AVR_CYCLES, energy_pj=_DEFAULT_ENERGY, has_fpu=False,
+    supply_v=5.0, active_current_a=20e-3,
+    source="cycles: the cost model fitted to exact simavr cycles "
+           "(benchmarks/calibrate_profiles.py, firmware_sim/profile_prices.json); energy: "
+           "datasheet 2549 (ATmega640/1280/1281/2560/2561) 'DC Characteristics', active "
+           "supply current 10 mA typical at 8 MHz, 5 V, doubled for 16 MHz, whole chip; "
+           "operation-class fallback: Horowitz ISSCC 2014 45 nm (unused for energy)",
+    runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="atmega2560",
+)
+
+#: RV32IMAC (e.g. a SiFive E31 class core): single-cycle ALU, a pipelined
+#: multiplier, loads of 2 cycles; no popcount (Zbb is not in rv32imac).
+RV32IMAC = DeviceProfile(
+    name="rv32imac",
+    description="RV32IMAC microcontroller, 32 MHz, 256 KB flash, 32 KB RAM, no FPU",
+    word_bits=32, flash_bytes=256 * 1024, ram_bytes=32 * 1024, int_widths=_CORTEX_M_INTS,
+    clock_hz=32e6,
+    cycles={"add": 1, "compare": 1, "logic": 1, "mul": 1, "popcount": 12, "fadd": 50,
+            "fmul": 60, "load_ram": 2, "load_flash": 2},
+    energy_pj=_DEFAULT_ENERGY, has_fpu=False,
+    source="cycles: the cost model fitted to the instructions qemu-system-riscv32 counts "
+           "(-icount shift=0), priced one cycle each: approximate (a single-issue core "
+           "without wait states; loads, taken branches and multiplies cost more on real "
+           "parts); energy: Horowitz ISSCC 2014 45 nm table (defaults, override)",
+    runtime_flash_bytes=None, runtime_ram_bytes=None, runtime_profile="rv32imac",
+)
+
+#: The calibrated prices of the built-in profiles (data written by
+#: ``benchmarks/calibrate_profiles.py --write``).
+PRICES_FILE = Path(__file__).with_name("profile_prices.json")
+
+
+def _with_prices(p):
+    try:
+        table = json.loads(PRICES_FILE.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return p
+    return replace(p, prices=table[p.name]) if p.name in table else p
+
+
 #: Built-in profiles by name.
-BUILTIN_PROFILES = MappingProxyType({p.name: p for p in (CORTEX_M0, CORTEX_M4)})
+BUILTIN_PROFILES = MappingProxyType({p.name: _with_prices(p) for p in (
+    CORTEX_M0, CORTEX_M4, ATMEGA328P, ATMEGA2560, RV32IMAC)})
 
 _FIELD_NAMES = {f.name for f in fields(DeviceProfile)}
 
@@ -446,7 +580,7 @@ def get_profile(profile):
     >>> get_profile("pdp-11")
     Traceback (most recent call last):
     ...
-    firmware_sim.profiles.ProfileError: unknown profile 'pdp-11': not a built-in profile (cortex-m0, cortex-m4) nor an existing .json/.toml file
+    firmware_sim.profiles.ProfileError: unknown profile 'pdp-11': not a built-in profile (cortex-m0, cortex-m4, atmega328p, atmega2560, rv32imac) nor an existing .json/.toml file
     """
     if isinstance(profile, DeviceProfile):
         return profile
@@ -625,6 +759,27 @@ def load_for_profile(loader, source, profile):
     return device
 
 
+#: The counts of :func:`image_counts` (the open's work common to every kind).
+IMAGE_COUNT_KEYS = ("call", "image_bytes", "arrays", "array_pairs", "name_bytes")
+
+
+def image_counts(container):
+    """What opening any image costs the C runtime, counted for the cost model
+    (``ec_image_open`` in ``ec_container.c``): the ``image_bytes`` its CRC-32
+    reads, the ``arrays`` of its table (checked pairwise for overlaps) and the
+    ``name_bytes`` of its class names, and one ``call``.
+
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> image_counts(ProtectedNBDevice.from_arrays([4, -2, 3], -2, [1, 0, 2], 3).container)
+    {'call': 1, 'image_bytes': 340, 'arrays': 4, 'array_pairs': 6, 'name_bytes': 0}
+    """
+    names = getattr(container, "class_names", None) or ()
+    n = len(container.arrays) + (1 if names else 0)
+    return {"call": 1, "image_bytes": int(container.nbytes), "arrays": n,
+            "array_pairs": n * (n - 1) // 2,
+            "name_bytes": sum(len(str(x).encode("utf-8")) + 1 for x in names)}
+
+
 # --------------------------------------------------------------------------
 # Cost estimates
 # --------------------------------------------------------------------------
@@ -638,33 +793,59 @@ def operation_class(key):
     return None
 
 
-def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None):
+def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None, frames=None):
     """Cycles, time and energy of one inference on a profile.
+
+    Two cost models (``method`` in the result says which priced it):
+
+    * ``"calibrated"``: ``resources`` is a device (anything with
+      ``cost_counts``, every built-in kind) and the profile has prices for its
+      cost family (``prices``: the built-in AVR, RV32 and Cortex-M profiles,
+      fitted by ``benchmarks/calibrate_profiles.py`` against measured cycles):
+      the cycles are the counts of ``device.cost_counts(frames)`` times their
+      prices; ``open_cycles`` those of ``ec_model_open``. With ``frames`` the
+      counts that depend on the data (tree paths, decoded bits, k-NN
+      insertions) are counted on them: ``cycles`` is the mean over the
+      frames and ``cycles_per_frame`` lists each; without, those counts are
+      at their worst case. On the AVR profiles this is within 10% of the
+      exact cycles simavr counts, for every kind (``tests/test_cost_model.py``).
+    * ``"operation classes"``: a ``resources()`` report (or a device the
+      profile has no prices for): every entry of ``resources[ops_key]``
+      except ``"total"`` priced by the suffix of its key (``*_additions`` ->
+      add, ``*_comparisons`` -> compare, ``*_extractions`` / ``*_xors`` /
+      ``*_shifts`` -> logic, ``*_multiplications`` -> mul, ``*_popcounts`` ->
+      popcount, ``*_loads`` -> load_ram, ``*_flash_loads`` -> load_flash),
+      plus memory traffic: ``parameter_bytes`` read once from flash, one word
+      at a time, and the packed received bits
+      (``ram_breakdown["received_bits_packed"]``) read once from RAM. An
+      order of magnitude: loop control and calls are not counted.
+
+    Energy: with the datasheet's supply current (``supply_v``,
+    ``active_current_a``: the AVR profiles) cycles / ``clock_hz`` x V x I;
+    else the ``energy_pj`` table over the operation classes (the datapath
+    energy, whichever model gives the cycles) plus ``overhead_pj_per_cycle``
+    per cycle.
 
     Parameters
     ----------
     profile : DeviceProfile or str
-    resources : dict
-        A runtime's ``resources()`` report. Priced: every entry of
-        ``resources[ops_key]`` except ``"total"`` (by the suffix of its key:
-        ``*_additions`` -> add, ``*_comparisons`` -> compare, ``*_extractions``
-        / ``*_xors`` / ``*_shifts`` -> logic, ``*_multiplications`` -> mul,
-        ``*_popcounts`` -> popcount, ``*_loads`` -> load_ram, ``*_flash_loads``
-        -> load_flash), plus memory traffic: ``parameter_bytes`` read once
-        from flash, one word at a time, and the packed received bits
-        (``ram_breakdown["received_bits_packed"]``) read once from RAM.
+    resources : dict or device
+        A runtime's ``resources()`` report, or the device itself.
     ops_key : str
-        Where the operation counts are.
+        Where the operation counts are (operation classes).
     extra_ops : dict of str to int, optional
-        More counts by operation class or key.
+        More counts by operation class or key (operation classes).
+    frames : array, optional
+        Frames the calibrated counts are taken on (a device only).
 
     Returns
     -------
     dict
-        ``cycles`` (float), ``time_s``, ``energy_pj`` (operations plus
-        ``overhead_pj_per_cycle * cycles``), ``by_class`` ({class: {"count",
-        "cycles", "energy_pj"}}), ``unpriced`` (keys with no class: not
-        counted, listed so nothing is dropped silently), ``profile``.
+        ``cycles`` (float), ``time_s``, ``energy_pj``, ``method``,
+        ``by_class`` ({class or count: {"count", "cycles", "energy_pj"}}),
+        ``unpriced`` (keys with no price: not counted, listed so nothing is
+        dropped silently), ``profile``; calibrated, also ``open_cycles``,
+        ``open_time_s``, ``family`` (and ``cycles_per_frame`` with frames).
 
     Examples
     --------
@@ -674,8 +855,76 @@ def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None)
     >>> e = estimate("cortex-m0", r)
     >>> e["by_class"]["add"]["count"], e["by_class"]["load_flash"]["count"], e["cycles"]
     (12, 6, 36.0)
+    >>> from firmware_sim.naive_bayes import ProtectedNBDevice
+    >>> dev = ProtectedNBDevice.from_arrays([4, -2, 3], -2, [1, 0, 2], 3)
+    >>> e = estimate("atmega328p", dev)
+    >>> e["method"], e["cycles"] > 0, round(e["energy_pj"] / e["cycles"], 1)  # pJ per cycle
+    ('calibrated', True, 3250.0)
     """
     p = get_profile(profile)
+    device = None
+    if hasattr(resources, "cost_counts") and hasattr(resources, "resources"):
+        device = resources
+        resources = device.resources()
+    elif frames is not None:
+        raise ProfileError("estimate: frames need a device (the counts are taken on them), "
+                           "not a resources() report")
+    out = _estimate_classes(p, resources, ops_key, extra_ops)
+    counts = device.cost_counts(frames) if device is not None else None
+    if counts is not None:
+        family = counts.get("family", getattr(device.container, "kind", None))
+        table = (p.prices or {}).get(family)
+        if table is not None and "infer" in table:
+            # the datapath energy of the operations stays the operation classes'
+            # (it does not depend on how many cycles they take), the per-cycle
+            # overhead follows the calibrated cycles
+            datapath = out["energy_pj"] - p.overhead_pj_per_cycle * out["cycles"]
+            out.update(_estimate_calibrated(p, family, table, counts, frames is not None))
+            out["energy_pj"] = datapath + p.overhead_pj_per_cycle * out["cycles"]
+    jpc = p.joules_per_cycle
+    if jpc is not None:
+        out["energy_pj"] = out["cycles"] * jpc * 1e12
+        for v in out["by_class"].values():
+            v["energy_pj"] = v["cycles"] * jpc * 1e12
+        if "open_cycles" in out:
+            out["open_energy_pj"] = out["open_cycles"] * jpc * 1e12
+    return out
+
+
+def _price(table, counts):
+    """Cycles of ``counts`` at ``table``'s prices, and the counts it has no price for."""
+    total, by, unpriced = 0.0, {}, []
+    for key, n in counts.items():
+        if key not in table:
+            unpriced.append(key)
+            continue
+        c = table[key] * (n.astype(float) if hasattr(n, "astype") else float(n))
+        by[key] = (n, c)
+        total = total + c
+    return total, by, unpriced
+
+
+def _estimate_calibrated(p, family, table, counts, per_frame):
+    import numpy as np
+
+    cycles, by, unpriced = _price(table["infer"], counts["infer"])
+    cycles = np.asarray(cycles, float)
+    out = {"method": "calibrated", "family": family,
+           "cycles": float(cycles.mean()) if cycles.ndim else float(cycles),
+           "by_class": {k: {"count": float(np.mean(n)), "cycles": float(np.mean(c)),
+                            "energy_pj": 0.0} for k, (n, c) in by.items()},
+           "unpriced": sorted(unpriced)}
+    if per_frame:
+        out["cycles_per_frame"] = np.atleast_1d(cycles).tolist()
+    if "open" in table:
+        o, _, _ = _price(table["open"], counts["open"])
+        out["open_cycles"] = float(o)
+        out["open_time_s"] = float(o) / p.clock_hz
+    out["time_s"] = out["cycles"] / p.clock_hz
+    return out
+
+
+def _estimate_classes(p, resources, ops_key, extra_ops):
     counts = dict.fromkeys(OPERATION_CLASSES, 0)
     unpriced = []
     ops = dict(resources.get(ops_key, {}))
@@ -706,8 +955,9 @@ def estimate(profile, resources, *, ops_key="ops_per_inference", extra_ops=None)
         cycles += c
         energy += e
     energy += p.overhead_pj_per_cycle * cycles
-    return {"profile": p.name, "cycles": cycles, "time_s": cycles / p.clock_hz,
-            "energy_pj": energy, "by_class": by_class, "unpriced": sorted(unpriced)}
+    return {"profile": p.name, "method": "operation classes", "cycles": cycles,
+            "time_s": cycles / p.clock_hz, "energy_pj": energy, "by_class": by_class,
+            "unpriced": sorted(unpriced)}
 
 
 def annotate(resources, profile):

@@ -144,12 +144,46 @@ def run_firmware_cli(artifact, out_dir, target="host", build=False, check=False,
                                "what": what, "run": run}
             if run.summary() is not None:
                 print(run.summary(), file=out)
+            line = _estimate_line(device, frames, target, run, result["check"])
+            if line:
+                print(line, file=out)
             if not same:
                 raise ValueError(f"firmware and firmware_sim disagree on {bad} of "
                                  f"{len(frames)} frames; nothing was written to {dest}")
     remove_stale_sources(dest, info["sources"], info["files"])
     print(f"wrote {len(info['files'])} files to {dest}", file=out)
     return result
+
+
+#: ``--target`` -> the built-in profile whose calibrated prices price it.
+_ESTIMATE_PROFILE = {"atmega328p": "atmega328p", "atmega2560": "atmega2560",
+                     "rv32imac": "rv32imac", "cortex-m4": "cortex-m4",
+                     "cortex-m0plus": "cortex-m0"}
+
+
+def _estimate_line(device, frames, target, run, check):
+    """The calibrated estimate (``firmware_sim.profiles.estimate`` on the checked
+    frames) beside the measured counts, or None (no calibrated profile)."""
+    from firmware_sim.profiles import estimate
+
+    name = _ESTIMATE_PROFILE.get(target)
+    if name is None:
+        return None
+    e = estimate(name, device, frames=frames)
+    if e["method"] != "calibrated":
+        return None
+    check["estimate"] = {k: e[k] for k in ("cycles", "open_cycles", "energy_pj", "profile")}
+    unit = run.unit or "cycles"
+    text = (f"estimate (profile {name}, calibrated cost model): open {e['open_cycles']:,.0f} "
+            f"{unit}, inference {e['cycles']:,.0f} {unit} (mean of the frames)")
+    counts = getattr(run, "infer_counts", None)
+    if counts is not None and len(counts):
+        measured = float(np.mean(counts))
+        text += f", {e['cycles'] / measured:.3f}x the {measured:,.0f} measured"
+    if "open_energy_pj" in e:
+        text += (f"; energy per inference {e['energy_pj'] / 1e6:.3f} uJ (datasheet current at "
+                 f"{e['time_s'] * 1e3:.3f} ms)")
+    return text
 
 
 def _random_frames(device, n, rng):
@@ -258,6 +292,12 @@ def register(sub):
                         "atmega2560 run under simavr, cycle-exact) or rv32imac "
                         "(riscv64-unknown-elf-gcc + picolibc; runs under "
                         "qemu-system-riscv32)")
+    f.add_argument("--format", default="sources", choices=("sources", "arduino", "cmake"),
+                   help="layout of --out: sources (the runtime, image, runner and Makefile "
+                   "for --target), arduino (an Arduino library: library.properties, src/, "
+                   "an example sketch reading frames over Serial) or cmake (a CMakeLists.txt "
+                   "with the library target edgecode_model and an example); arduino and "
+                   "cmake are written only (no --build/--check)")
     f.add_argument("--build", action="store_true", help="compile and print real flash/RAM")
     f.add_argument("--check", action="store_true", help="build, run and compare with "
                    "firmware_sim frame for frame")
@@ -294,7 +334,27 @@ def register(sub):
         a.artifact, a.out, a.target, build=a.build or a.check, check=a.check, dataset=a.data,
         split=a.split, max_points=a.max_points, random_frames=a.random_frames,
         allow_oversize=a.allow_oversize, profile=a.profile, data_options=_data_options(a),
-        trees=a.trees))
+        trees=a.trees)
+        if a.format == "sources" else run_format_cli(a.artifact, a.out, a.format, a))
+
+
+def run_format_cli(artifact, out_dir, fmt, args=None, stream=None):
+    """``edgecode firmware --format arduino|cmake``: write the library (issue 26)."""
+    from export.formats import write_format
+
+    out = stream or sys.stdout
+    if args is not None and (args.build or args.check):
+        raise UsageError(f"--format {fmt} writes the library only; --build and --check "
+                         "build and run the sources layout (--format sources)")
+    info = write_format(artifact, out_dir, fmt)
+    if fmt == "arduino":
+        how = (f"an Arduino library '{info['name']}' (copy it into your sketchbook's "
+               f"libraries/ folder; example sketch {info['sketch']})")
+    else:
+        how = "a CMake library target edgecode_model (add_subdirectory it) and edgecode_example"
+    print(f"wrote {len(info['files'])} files to {out_dir}: {how}; {info['kind']} model, frames "
+          f"of {info['frame_width']} int16 values", file=out)
+    return info
 
 
 def _data_options(args):

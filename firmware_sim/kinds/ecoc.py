@@ -531,6 +531,59 @@ class ECOCDevice(Device):
         """Labels of learner outputs (:meth:`decode`)."""
         return self.decode(intermediate)
 
+    def cost_counts(self, frames=None):
+        """The C runtime's work (``ec_ecoc.c``) for the cost model (family
+        ``ecoc_linear`` or ``ecoc_trees``: each has its own prices). Inference:
+        the learners (linear: ``scores`` dot products of ``macs`` int16 x
+        int32 products and ``argmax_steps``; trees: ``nodes_visited``, counted
+        on the frames or, without, the deepest path of every tree), then the
+        decoding (binary codes: ``code_bits_set`` outputs packed and
+        ``popcounts`` of 64-bit words; N-ary: ``symbol_compares``) and the
+        ``classes`` scanned for the nearest. Open: the image
+        (``profiles.image_counts``) and the arrays its rules walk."""
+        from ..profiles import image_counts
+
+        c, n, d = self.n_classes, self.n_columns, self.n_features
+        binary = self.n_symbols == 2 and "code_bits" in self.container.arrays
+        words = -(-n // 64)
+        infer = {"call": 1, "columns": n, "classes": c}
+        opened = {**image_counts(self.container), "code_entries": c * n, "columns": n,
+                  "classes": c}
+        if self.learner_kind == "linear":
+            k = self._n_out
+            infer.update(scores=int(k.sum()), macs=int(k.sum()) * d,
+                         argmax_steps=int(np.maximum(k - 1, 0).sum()))
+            opened["weights"] = int(self._w.size)
+        else:
+            infer["nodes_visited"] = int(self._depths().sum())
+            opened.update(nodes=int(self._tf.shape[0]),
+                          leaves=int(np.count_nonzero(self._tf < 0)))
+        if binary:
+            infer.update(code_bits_set=n, popcounts=c * words)
+        else:
+            infer["symbol_compares"] = c * n
+        family = "ecoc_linear" if self.learner_kind == "linear" else "ecoc_trees"
+        if frames is None:
+            return {"family": family, "open": opened, "infer": infer}
+        q = self._check_q(self.check_frames(frames))
+        t = q.shape[0]
+        out = {key: np.full(t, float(v)) for key, v in infer.items()}
+        if self.learner_kind != "linear":
+            visits = np.zeros(t)
+            rows = np.arange(t)
+            f, thr, left, right = self._tf, self._tt, self._tl, self._tr
+            for r in self._root.tolist():
+                node = np.full(t, r, np.int64)
+                inner = f[node] >= 0
+                while inner.any():
+                    visits += inner
+                    fi = np.where(inner, f[node], 0)
+                    go = q[rows, fi] <= thr[node]
+                    node = np.where(inner, np.where(go, left[node], right[node]), node)
+                    inner = f[node] >= 0
+            out["nodes_visited"] = visits
+        return {"family": family, "open": opened, "infer": out}
+
     def decision_layout(self):
         """The learner outputs (one per column), then the doubled distances (one per
         class)."""

@@ -355,6 +355,44 @@ class ForestDevice(Device):
         return self.vote(self.stage(frames))[0]
 
     # ---------------------------------------------- what shared code asks of a kind
+    def cost_counts(self, frames=None):
+        """The C runtime's work (``ec_forest.c``) for the cost model. Inference:
+        ``trees`` walked, ``nodes_visited`` (counted on the frames or, without,
+        every tree's depth), the vote (``vote_adds``: one per tree with class
+        leaves, one per class and tree with probability leaves) and the
+        ``classes`` cleared and scanned. Open: the image
+        (``profiles.image_counts``) and its ``nodes`` and ``leaf_values`` (the
+        one-pass layout check)."""
+        from ..profiles import image_counts
+
+        T, C = self.n_trees, self.n_classes
+        votes = T if self.leaf == "class" else T * C
+        infer = {"call": 1, "trees": T, "nodes_visited": int(np.asarray(self.depth).sum()),
+                 "vote_adds": votes, "classes": C}
+        opened = {**image_counts(self.container), "trees": T, "nodes": self.n_nodes,
+                  "leaf_values": int(self._values.size)}
+        if frames is None:
+            return {"open": opened, "infer": infer}
+        q = self.check_frames(frames)
+        t = q.shape[0]
+        out = {key: np.full(t, float(v)) for key, v in infer.items()}
+        visits = np.zeros(t)
+        rows = np.arange(t)
+        L = self.n_leaves
+        for r in self._root.tolist():
+            if r < L:
+                continue
+            node = np.full(t, r - L, np.int64)
+            active = np.ones(t, bool)
+            while active.any():
+                visits += active
+                go = q[rows, self._feature[node]] <= self._threshold[node]
+                nxt = np.where(go, self._left[node], self._right[node])
+                active &= nxt >= L
+                node = np.where(active, node + 1 + (nxt - L), node)
+        out["nodes_visited"] = visits
+        return {"open": opened, "infer": out}
+
     def decision_layout(self):
         """The leaf id every tree reached, then the votes of the classes."""
         return (("leaves", self.n_trees), ("votes", self.n_classes))

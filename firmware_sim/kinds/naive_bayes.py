@@ -420,6 +420,26 @@ class ProtectedNBDevice(Device):
         """Labels of decoded feature bits (the accumulate-and-sign step)."""
         return self.predict(intermediate)
 
+    def cost_counts(self, frames=None):
+        """The C runtime's work (``ec_nb.c``) for the cost model: the open reads
+        the image (``profiles.image_counts``) and sums the weights and the
+        repetitions once; an inference checks and counts every received bit
+        (``one_bits``: those equal to 1), decodes every feature and adds the
+        weight of those decoded as 1 (``ones``)."""
+        from ..profiles import image_counts
+
+        n, nbits = self.n_features, self.total_bits
+        opened = {**image_counts(self.container), "features": n}
+        infer = {"call": 1, "bits": nbits, "features": n, "one_bits": nbits, "ones": n}
+        if frames is not None:
+            f = self.check_frames(frames)
+            t = f.shape[0]
+            infer = {"call": np.ones(t), "bits": np.full(t, float(nbits)),
+                     "features": np.full(t, float(n)),
+                     "one_bits": f.sum(axis=1, dtype=np.int64).astype(float),
+                     "ones": self.stage(f).sum(axis=1, dtype=np.int64).astype(float)}
+        return {"open": opened, "infer": infer}
+
     def decision_layout(self):
         """The accumulator, one integer per frame."""
         return (("accumulator", 1),)

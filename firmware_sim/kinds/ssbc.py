@@ -383,6 +383,56 @@ class SSBCDevice(Device):
         """k-NN labels of code bits (needs the table)."""
         return self.knn_bits(intermediate)[0]
 
+    def cost_counts(self, frames=None):
+        """The C runtime's work (``ec_ssbc.c``) for the cost model. Inference:
+        ``distance_terms`` (anchors x features squared differences, int64),
+        ``anchors`` through the Q15 exponential, ``projection_macs`` (bits per
+        anchor whose affinity is not 0: counted on the frames, else every
+        anchor), ``bits`` thresholded; with a table, ``table_bytes`` popcounts
+        (rows x code bytes), ``table_rows`` and the k-NN ``insertions`` (on
+        the frames; else the k first ones). Open: the image
+        (``profiles.image_counts``) and the arrays its rules read."""
+        from ..profiles import image_counts
+
+        m, d, k = self.n_anchors, self.n_features, self.n_bits
+        nb = -(-k // 8)
+        infer = {"call": 1, "distance_terms": m * d, "anchors": m, "projection_macs": m * k,
+                 "bits": k}
+        opened = {**image_counts(self.container), "anchor_values": m * d,
+                  "projection_values": m * k, "bits": k}
+        if self.has_table:
+            T = int(self._table.shape[0])
+            infer.update(table_rows=T, table_bytes=T * nb, insertions=min(self.knn_k, T))
+            opened.update(table_rows=T, table_bytes=T * nb)
+        if frames is None:
+            return {"open": opened, "infer": infer}
+        q = self.check_frames(frames)
+        t = q.shape[0]
+        out = {key: np.full(t, float(v)) for key, v in infer.items()}
+        aff = np.empty((t, m), dtype=np.int64)
+        _affinity_q15(np.ascontiguousarray(q, np.int16), self._A, self._mult, self._clamp,
+                      self._lut, aff)
+        live = np.count_nonzero(aff[:, 1:], axis=1) + min(m, 1)   # anchor 0 always assigns
+        out["projection_macs"] = live.astype(float) * k
+        if self.has_table:
+            codes = np.packbits(self.stage(q), axis=1, bitorder="little")
+            K = self.knn_k
+            ins = np.zeros(t)
+            for i in range(t):
+                dist = np.unpackbits(codes[i] ^ self._table, axis=1).sum(axis=1)
+                best = []
+                for dd in dist.tolist():
+                    if len(best) < K:
+                        best.append(dd)
+                    elif dd < best[-1]:
+                        best[-1] = dd
+                    else:
+                        continue
+                    best.sort()
+                    ins[i] += 1
+            out["insertions"] = ins
+        return {"open": opened, "infer": out}
+
     def decision_layout(self):
         """The code bits, then (with a table) the distance to the nearest stored code."""
         layout = (("code_bits", self.n_bits),)

@@ -6,6 +6,7 @@
  *   gcc -std=c99 -O2 -I/usr/include/simavr ec_simavr.c -lsimavr -o ec_simavr
  *   ./ec_simavr atmega328p 16000000 runner.elf [REPORT] < frames.txt
  *   ./ec_simavr --probe atmega328p 16000000 probe.elf REPORT
+ *   ./ec_simavr --uart LINES atmega328p 16000000 sketch.elf < input.txt
  *
  * It loads the ELF into a simulated MCU, feeds it the frames of stdin (one
  * per line of whitespace-separated integers, as the host runner reads them)
@@ -32,6 +33,15 @@
  * no frames, no markers; the report gives its cycles and stack_peak (the
  * size probe of `edgecode firmware`, whose stack this measures).
  *
+ * With --uart LINES the program is any firmware that talks over USART0 (an
+ * Arduino sketch using Serial at 115200 baud): stdin is sent to its receiver
+ * a line at a time (2,400 bytes a second), each once the firmware has
+ * printed one line more than it was sent (a greeting, then one answer per
+ * line), everything it transmits is copied to
+ * stdout, and the run stops once it has printed LINES lines (newlines), or
+ * fails after 20 simulated seconds (the `edgecode firmware --format arduino`
+ * test runs the example sketch this way).
+ *
  * Exit status: 0 the run ended (even with refused frames), 2 bad usage, an
  * ELF that does not load, unreadable frames or a simulation that crashed
  * or did not end.
@@ -45,6 +55,7 @@
 #include "sim_avr.h"
 #include "sim_elf.h"
 #include "sim_io.h"
+#include "avr_uart.h"
 
 /* data-space addresses of the registers avr/runner.c uses (the same on the
    ATmega328P and the ATmega2560: GPIOR0 = I/O 0x1E, GPIOR1/2 = I/O 0x2A/0x2B) */
@@ -81,7 +92,28 @@ typedef struct {
     size_t n_infer, cap_infer;
     int done;
     int probe;                    /* --probe: stop at the exit loop, no markers */
+    long uart_lines;              /* --uart: lines to wait for (0: not a UART run) */
+    long lines_seen;
+    avr_irq_t *uart_in;
 } harness;
+
+/* --uart: the firmware transmitted a byte */
+static void on_uart_out(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+    harness *h = param;
+    (void)irq;
+    putchar((int)(value & 0xFFu));
+    if ((value & 0xFFu) == '\n') {
+        h->lines_seen++;
+        if (h->lines_seen >= h->uart_lines) h->done = 1;
+    }
+}
+
+static void read_all(buffer *in)
+{
+    int c;
+    while ((c = getchar()) != EOF) push(in, (uint8_t)c);
+}
 
 static uint16_t sp_of(avr_t *avr)
 {
@@ -234,6 +266,8 @@ int main(int argc, char **argv)
     int state;
     unsigned long freq;
     avr_flashaddr_t last_pc = 0xFFFFFFFFu;
+    avr_cycle_count_t next_byte = 0;
+    long lines_sent = 0;
 
     avr_global_logger_set(quiet_logger);
     memset(&h, 0, sizeof h);
@@ -242,6 +276,14 @@ int main(int argc, char **argv)
         h.probe = 1;
         argv++;
         argc--;
+    } else if (argc > 2 && strcmp(argv[1], "--uart") == 0) {
+        h.uart_lines = strtol(argv[2], NULL, 10);
+        if (h.uart_lines < 1) {
+            fputs("ec_simavr: --uart needs a number of lines >= 1\n", stderr);
+            return 2;
+        }
+        argv += 2;
+        argc -= 2;
     }
     if (argc < 4 || argc > 5 || (h.probe && argc != 5)) {
         fputs("usage: ec_simavr MCU FREQ_HZ FIRMWARE.elf [REPORT] < frames.txt\n"
@@ -249,7 +291,8 @@ int main(int argc, char **argv)
         return 2;
     }
     freq = strtoul(argv[2], NULL, 10);
-    if (!h.probe) frames = read_frames(&h.in);
+    if (h.uart_lines) read_all(&h.in);
+    else if (!h.probe) frames = read_frames(&h.in);
     if (elf_read_firmware(argv[3], &fw) != 0) {
         fprintf(stderr, "ec_simavr: cannot load %s\n", argv[3]);
         return 2;
@@ -267,6 +310,15 @@ int main(int argc, char **argv)
     avr_register_io_write(avr, SIM_MARK, on_mark, &h);
     avr_register_io_write(avr, SIM_OUT, on_out, &h);
     avr_register_io_read(avr, SIM_IN, on_in, &h);
+    if (h.uart_lines) {
+        uint32_t flags = 0;
+        avr_ioctl(avr, AVR_IOCTL_UART_GET_FLAGS('0'), &flags);
+        flags &= ~(uint32_t)AVR_UART_FLAG_STDIO;
+        avr_ioctl(avr, AVR_IOCTL_UART_SET_FLAGS('0'), &flags);
+        h.uart_in = avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_INPUT);
+        avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUTPUT),
+                                on_uart_out, &h);
+    }
     h.sp_min = h.sp_low = sp_of(avr);
     do {
         uint16_t sp;
@@ -274,6 +326,23 @@ int main(int argc, char **argv)
         sp = sp_of(avr);
         if (sp < h.sp_low) h.sp_low = sp;
         if (sp < h.sp_min && sp != 0) h.sp_min = sp;
+        if (h.uart_lines) {
+            /* a line of stdin at a time, 2,400 bytes a second, each line once
+               the firmware has printed one more line than it was sent (its
+               greeting, then one answer per line), and only once its
+               receiver is on (RXEN0 of UCSR0B, data address 0xC1 on the
+               ATmega328P and 2560): simavr's 64-byte receive FIFO is not
+               overrun while the firmware is busy */
+            if (h.in.pos < h.in.len && avr->cycle >= next_byte &&
+                h.lines_seen > lines_sent && (avr->data[0xC1] & (1u << 4))) {
+                uint8_t byte = h.in.bytes[h.in.pos++];
+                avr_raise_irq(h.uart_in, byte);
+                if (byte == '\n') lines_sent++;
+                next_byte = avr->cycle + (avr_cycle_count_t)(freq / 2400u) + 1u;
+            }
+            if (h.done) break;
+            if (avr->cycle > (avr_cycle_count_t)freq * 20u) break;
+        }
         if (h.probe) {           /* exit(): a jump to itself with interrupts off */
             if (avr->pc == last_pc && !avr->sreg[S_I]) {
                 h.done = 1;
@@ -287,6 +356,10 @@ int main(int argc, char **argv)
                 state == cpu_Crashed ? "crashed" : "stopped early", (unsigned)avr->pc,
                 (unsigned long long)avr->cycle);
         return 2;
+    }
+    if (h.uart_lines) {
+        fflush(stdout);
+        return 0;
     }
     if (!h.probe && !print_results(&h.out, frames)) {
         fprintf(stderr, "ec_simavr: the runner returned %zu bytes, too few for %zu frames "
