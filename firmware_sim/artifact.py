@@ -76,6 +76,10 @@ MAX_TOTAL_SIZE = 2**32 - 1
 META_NAME = "__meta__"
 #: Reserved array of the class names (written from ``meta["classes"]``).
 CLASSES_NAME = "__classes__"
+#: Reserved arrays of protection layers that wrap any kind (kept in
+#: ``Container.arrays``; the loader hands the container to the layer:
+#: ``firmware_sim.wire`` for ``"__wire_copies__"``, issue 27).
+LAYER_NAMES = ("__wire_copies__",)
 
 # Header: magic, version, kind, n_arrays, total_size, crc32, header_size,
 # entry_size, reserved.
@@ -334,7 +338,7 @@ def write_container(path, kind, arrays, meta=None):
         raise TypeError(f"arrays must be a mapping of name to array; got {type(arrays).__name__}")
     entries = []
     for name, a in arrays.items():
-        _check_name(name)
+        _check_name(name, reserved_ok=name in LAYER_NAMES)
         code, arr = _coerce_array(name, a)
         entries.append((name, code, arr))
     if meta is not None:
@@ -664,8 +668,9 @@ def read_container(source):
     if CLASSES_NAME in arrays:
         names = _parse_class_names(arrays.pop(CLASSES_NAME))
     for name in arrays:
-        if name.startswith("__"):
+        if name.startswith("__") and name not in LAYER_NAMES:
             raise ContainerError(f"array {name!r}: unknown reserved name (names starting "
                                  f"with '__' are reserved; version {version} defines "
-                                 f"only {META_NAME!r} and {CLASSES_NAME!r})")
+                                 f"only {META_NAME!r}, {CLASSES_NAME!r} and "
+                                 f"{', '.join(repr(n) for n in LAYER_NAMES)})")
     return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw, names)
