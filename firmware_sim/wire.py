@@ -28,9 +28,9 @@ Imports numpy and the contract only.
 
 import numpy as np
 
-from .contract import load, register_layer
+from .contract import register_layer
 from .device import Device
-from .errors import ContainerError, DeviceError, FrameError
+from .errors import ContainerError, DeviceError
 from .faults.interleave import copy_major_order
 
 __all__ = ["WIRE_COPIES", "WireProtectedDevice", "check_wire_copies", "wrap_wire",
@@ -100,7 +100,8 @@ class WireProtectedDevice(Device):
     --------
     >>> import numpy as np
     >>> from firmware_sim.kinds.ecoc import ECOCDevice, make_ecoc_arrays
-    >>> from firmware_sim.artifact import write_container, read_container
+    >>> from firmware_sim.artifact import write_container
+    >>> from firmware_sim import load
     >>> arrays = make_ecoc_arrays([[0], [1]], [0, 1], [2], [0.0], [0],
     ...                           linear=dict(weights=[[1]], bias=[0], n_out=[1]))
     >>> copies = np.full((1, 16), 1, np.uint8); copies[0, 15] = 5
@@ -258,6 +259,7 @@ def with_wire_copies(device, copies, meta=None):
     >>> import numpy as np
     >>> from firmware_sim.kinds.ecoc import make_ecoc_arrays
     >>> from firmware_sim.artifact import write_container
+    >>> from firmware_sim import load
     >>> raw = write_container(None, "ecoc", make_ecoc_arrays([[0], [1]], [0, 1], [2],
     ...                       [0.0], [0], linear=dict(weights=[[1]], bias=[0], n_out=[1])))
     >>> load(with_wire_copies(load(raw), np.full((1, 16), 3))).total_bits

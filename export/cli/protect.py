@@ -82,9 +82,8 @@ def run_protect_cli(artifact, data, *, quiet=False, stream=None, **options):
     """Run :func:`export.protect.protect` and print its report."""
     from export.protect import protect
     out = stream or sys.stdout
-    progress = None
-    if not quiet:
-        def progress(done, total, text=""):
+    def progress(done, total, text=""):
+        if not quiet:
             print(f"protect: {text}", file=sys.stderr)
     res = protect(artifact, data, progress=progress, **options)
     print_report(res.details, out)
@@ -127,8 +126,6 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     """Demo stage: wire protection of the ECOC linear SVM of stage 3 (digits) at BSC
     eps 0.01, none / uniform (every bit three times) / planned at the same budget."""
     from pathlib import Path
-
-    import numpy as np
 
     from export.data import load_table
     from export.protect import protect
