@@ -37,22 +37,25 @@ ec_status ec_wire_open(ec_model *model, uint32_t n_features)
     return EC_OK;
 }
 
-/* Majority-decode wire bits into n_features int16 values. */
+/* Majority-decode wire bits into n_features int16 values (one pass: a bit
+   that is not 0/1 refuses the frame, EC_ERR_FRAME; 8-bit counters, since a
+   bit has at most 255 copies). */
 ec_status ec_wire_decode(const ec_model *model, uint32_t n_features, const int16_t *bits,
                          int16_t *frame)
 {
     const EC_ROM uint8_t *c = model->wire_copies;
-    uint32_t f, b, k, pos = 0u;
-    for (k = 0; k < model->wire_bits; k++) {
-        if (bits[k] != 0 && bits[k] != 1) return EC_ERR_FRAME;
-    }
+    uint32_t f;
     for (f = 0; f < n_features; f++) {
-        uint16_t v = 0u;
-        for (b = 0; b < 16u; b++) {
-            uint32_t copies = c[16u * f + b], ones = 0u;
-            for (k = 0; k < copies; k++) ones += (uint32_t)bits[pos + k];
-            pos += copies;
-            if (2u * ones > copies) v = (uint16_t)(v | (uint16_t)(1u << b));
+        uint16_t v = 0u, mask = 1u;
+        uint8_t b;
+        for (b = 0; b < 16u; b++, mask = (uint16_t)(mask << 1)) {
+            uint8_t copies = *c++, k, ones = 0u;
+            for (k = 0; k < copies; k++) {
+                uint16_t x = (uint16_t)*bits++;
+                if (x > 1u) return EC_ERR_FRAME;
+                ones = (uint8_t)(ones + x);
+            }
+            if (ones > (uint8_t)(copies >> 1)) v = (uint16_t)(v | mask);
         }
         frame[f] = v >= 0x8000u ? (int16_t)((int32_t)v - 65536) : (int16_t)v;
     }
