@@ -240,17 +240,22 @@ def _first_order(changes, p):
 
 
 def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_state=0,
-                 tol=1e-4, confidence=0.99):
+                 tol=1e-5, rel_tol=0.1, confidence=0.99, bound_below=0.02):
     """Predicted label-change rate of ``device`` (an int16-feature kind) when every
     bit (f, b) is sent ``copies[f, b]`` times over a BSC of flip probability
     ``eps`` and majority-decoded.
 
     Returns a dict: ``predicted_label_change``, ``lower``, ``upper``,
-    ``method`` (``"bounded"``: single wrong bits exact, two or more bounded,
-    the interval narrower than ``tol``; ``"simulated"``: decoded-bit errors
-    drawn with the closed-form majority failure and run through the kind's
-    integer inference, ``lower``/``upper`` the Wilson interval at
-    ``confidence``), ``first_order`` (the certified ``[lower, upper]``) and
+    ``method`` (``"bounded"``: a certified interval no wider than ``tol`` or
+    ``rel_tol`` times its upper end: single wrong bits exact and two or more
+    bounded, intersected with the kind's own certified bound
+    (:meth:`export.registry.KindSpec.wire_bound`: linear ECOC enumerates the
+    influential bits exactly; asked only when the single-flip lower bound is
+    below ``bound_below``); ``"simulated"``: decoded-bit errors
+    drawn with the closed-form majority failure, conditioned on at least one
+    (the rest changes nothing), and run through the kind's integer inference,
+    ``lower``/``upper`` the Wilson interval at ``confidence``; kept inside
+    the certified bound when there is one), ``first_order`` (the certified ``[lower, upper]``) and
     ``n_points``.
     """
     from firmware_sim.wire import failure_probability
@@ -263,7 +268,14 @@ def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_s
     one, more = _first_order(changes, p)
     lo, hi = float(one.mean()), float(one.mean() + more)
     out = {"first_order": [lo, hi], "n_points": int(changes.shape[0])}
-    if hi - lo <= tol:
+    from export.registry import find_kind_spec
+    spec = find_kind_spec(dev.kind)
+    # the kind's bound serves low rates (a high one is simulated precisely and cheaply)
+    kb = None if spec is None or lo > bound_below else spec.wire_bound(dev, X, copies, eps)
+    if kb is not None:
+        out["kind_bound"] = [float(kb[0]), float(kb[1])]
+        lo, hi = max(lo, float(kb[0])), min(hi, float(kb[1]))
+    if hi - lo <= max(tol, rel_tol * hi):
         out.update(predicted_label_change=(lo + hi) / 2, lower=lo, upper=hi, method="bounded")
         return out
     rng = np.random.default_rng(random_state)
@@ -271,19 +283,39 @@ def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_s
     t, n = frames.shape
     clean = np.asarray(dev.labels(frames), np.int64)
     weights = (np.uint16(1) << np.arange(BITS, dtype=np.uint16))
+    # every trial has at least one wrong bit (the error-free mass P0 is exact and
+    # changes nothing): the first wrong position i is drawn with probability
+    # p_i prod_{j<i} (1 - p_j) / (1 - P0), the later ones independently
+    q = 1.0 - p
+    before = np.concatenate([[1.0], np.cumprod(q)[:-1]])
+    first = p * before
+    p_any = float(1.0 - np.prod(q))
+    if p_any <= 0.0:
+        out.update(predicted_label_change=0.0, lower=0.0, upper=0.0, method="bounded")
+        return out
+    cdf = np.cumsum(first) / first.sum()
     changed = 0
-    per = max(1, (1 << 18) // max(1, n * BITS))        # points x trials per block
+    L = n * BITS
+    per = max(1, (1 << 18) // max(1, L))        # points x trials per block
     rows = np.repeat(np.arange(t), n_trials)
+    cols = np.arange(L)
     for s in range(0, rows.size, per):
         r = rows[s:s + per]
-        err = rng.random((r.size, n * BITS)) < p
+        i0 = np.minimum(np.searchsorted(cdf, rng.random(r.size), side="right"), L - 1)
+        err = rng.random((r.size, L)) < p
+        err &= cols[None, :] > i0[:, None]
+        err[np.arange(r.size), i0] = True
         mask = (err.reshape(r.size, n, BITS) * weights).sum(axis=2).astype(np.uint16)
         noisy = (frames[r].view(np.uint16) ^ mask).view(np.int16)
         changed += int(np.count_nonzero(np.asarray(dev.labels(noisy), np.int64) != clean[r]))
     total = rows.size
     wlo, whi = (float(v) for v in wilson_interval(total - changed, total, confidence))
-    out.update(predicted_label_change=changed / total, lower=1.0 - whi, upper=1.0 - wlo,
-               method="simulated", trials=int(n_trials))
+    out.update(predicted_label_change=p_any * changed / total, lower=p_any * (1.0 - whi),
+               upper=p_any * (1.0 - wlo), method="simulated", trials=int(n_trials),
+               p_any_error=p_any)
+    if kb is not None:      # a certified bound holds the simulated rate
+        v = min(max(out["predicted_label_change"], lo), hi)
+        out["predicted_label_change"] = v
     return out
 
 

@@ -141,6 +141,13 @@ class KindSpec:
         from export.protect_wire import single_flip_changes
         return single_flip_changes(device, X)
 
+    def wire_bound(self, device, X, copies, eps):
+        """A certified ``(lower, upper)`` of the mean label-change probability when
+        bit b of feature f is decoded wrong independently with probability
+        ``p(copies[f, b])``, or None (default: no closed form; the planner then
+        uses its first-order bound, else simulates)."""
+        return None
+
     # ------------------------------------------------------------- budget
     def unsupported(self, task) -> Optional[str]:
         """Why this kind cannot be trained on ``task``'s data (None: it can)."""
