@@ -19,7 +19,9 @@ Schemes at the same budget, two extra copies per frame bit on average
 influence = exact single-flip label changes on the training rows, greedy
 copies). Each is planned with :func:`export.protect.protect` on the training
 rows and then evaluated on the held-out rows: the prediction
-(:func:`export.protect_wire.predict_wire`) and a campaign on the protected
+(:func:`export.protect_wire.predict_wire` with the linear kind's certified
+bound; where it is not tight, a simulation of decoded-bit errors with ten
+times the campaign's trials) and a campaign on the protected
 device (:func:`export.protect_wire.check_wire`, the wire bits through the BSC,
 majority-decoded as the device does) with its 99% Wilson interval. A burst
 row (Gilbert-Elliott, mean flip rate 0.01, mean burst 8, interleaved
@@ -75,6 +77,7 @@ def fit():
 def wire_rows(dev, Xtr, Xte, yte, trials, eps=0.01):
     from export.protect import protect
     from export.protect_wire import check_wire, predict_wire
+    from export.registry import find_kind_spec
     from firmware_sim import load
     from firmware_sim.faults import BSC, Interleave, make_fault
     rows, devices = [], {}
@@ -84,7 +87,8 @@ def wire_rows(dev, Xtr, Xte, yte, trials, eps=0.01):
         prot = load(r.container)
         devices[scheme] = prot
         copies = np.asarray(r.details["allocation"]["copies"])
-        pred = predict_wire(dev, Xte, copies, eps, n_trials=trials, random_state=11)
+        pred = predict_wire(dev, Xte, copies, eps, n_trials=10 * trials, random_state=11,
+                            kind_bound=find_kind_spec(dev.kind).wire_bound)
         sim = check_wire(prot, Xte, BSC(eps), n_trials=trials, random_state=12, y=yte)
         lo, hi = sim["ci"]
         rows.append(dict(scheme=scheme, fault="bsc", wire_bits=prot.total_bits,

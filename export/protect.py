@@ -7,8 +7,8 @@ protected device (issue 27).
 * ``"wire"``: the int16 features of any kind (ECOC, SSBC, forest, ...) sent
   with per (feature, bit) repetition and majority decoding
   (:mod:`export.protect_wire`, device side :mod:`firmware_sim.wire`);
-* ``"image"`` and ``"all"``: the stored image (``export.protect_image``,
-  when this build has it).
+* ``"image"`` and ``"all"``: the stored image (the module ``protect_image``
+  of this package, when this build has it).
 
 The result is an :class:`~export.result.ExportResult` whose ``details`` hold
 the report (also written as JSON): the allocation, the overhead, the
@@ -211,7 +211,8 @@ def _protect_wire(artifact, data, *, fault, eps, budget_bits, max_overhead, sche
     # the prediction's own simulation (where no bound is tight) runs ten times the
     # campaign's trials, so that its noise is small beside the campaign's interval
     pred = predict_wire(base, X, plan.copies, eps, changes=changes, n_trials=10 * n_trials,
-                        random_state=random_state)
+                        random_state=random_state,
+                        kind_bound=None if spec is None else spec.wire_bound)
     meta = {"wire_scheme": scheme, "wire_eps": str(eps),
             "wire_predicted_label_change": repr(float(pred["predicted_label_change"])),
             "wire_method": pred["method"]}

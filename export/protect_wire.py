@@ -240,7 +240,7 @@ def _first_order(changes, p):
 
 
 def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_state=0,
-                 tol=1e-5, rel_tol=0.1, confidence=0.99, bound_below=0.02):
+                 tol=1e-5, rel_tol=0.1, confidence=0.99, bound_below=0.02, kind_bound=None):
     """Predicted label-change rate of ``device`` (an int16-feature kind) when every
     bit (f, b) is sent ``copies[f, b]`` times over a BSC of flip probability
     ``eps`` and majority-decoded.
@@ -249,7 +249,8 @@ def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_s
     ``method`` (``"bounded"``: a certified interval no wider than ``tol`` or
     ``rel_tol`` times its upper end: single wrong bits exact and two or more
     bounded, intersected with the kind's own certified bound
-    (:meth:`export.registry.KindSpec.wire_bound`: linear ECOC enumerates the
+    ``kind_bound(device, X, copies, eps)``, e.g.
+    :meth:`export.registry.KindSpec.wire_bound`: linear ECOC enumerates the
     influential bits exactly; asked only when the single-flip lower bound is
     below ``bound_below``); ``"simulated"``: decoded-bit errors
     drawn with the closed-form majority failure, conditioned on at least one
@@ -268,10 +269,8 @@ def predict_wire(device, X, copies, eps, *, changes=None, n_trials=400, random_s
     one, more = _first_order(changes, p)
     lo, hi = float(one.mean()), float(one.mean() + more)
     out = {"first_order": [lo, hi], "n_points": int(changes.shape[0])}
-    from export.registry import find_kind_spec
-    spec = find_kind_spec(dev.kind)
     # the kind's bound serves low rates (a high one is simulated precisely and cheaply)
-    kb = None if spec is None or lo > bound_below else spec.wire_bound(dev, X, copies, eps)
+    kb = None if kind_bound is None or lo > bound_below else kind_bound(dev, X, copies, eps)
     if kb is not None:
         out["kind_bound"] = [float(kb[0]), float(kb[1])]
         lo, hi = max(lo, float(kb[0])), min(hi, float(kb[1]))
