@@ -135,8 +135,8 @@ def run_demo_stage(out_dir, trials=2000, stream=None):
     print("\n== protection: the wire of the digits linear SVM code (stage 3), BSC eps 0.01, "
           "two extra copies per bit on average ==", file=out)
     digits = load_table("digits")
-    X = (digits.X / 16.0)[::12]
-    n_trials = max(20, int(trials) // 40)
+    X = (digits.X / 16.0)[::24]
+    n_trials = max(20, int(trials) // 100)
     results = {}
     print("scheme;wire_bits;predicted_label_change;method;simulated;ci99_low;ci99_high;inside",
           file=out)

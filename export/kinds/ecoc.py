@@ -178,10 +178,12 @@ class ECOCSpec(KindSpec):
         acc = float(np.mean(ex.device.predict(ex.device.quantize(Xd)) == task.y_test))
         return Fitted(ex, Xd, task.y_test, acc, {"row_distance": float(row_distance(clf.code_))})
 
-    def wire_bound(self, device, X, copies, eps, *, max_key=None):
+    def wire_bound(self, device, X, copies, eps, *, max_key=160):
         """Certified label-change probability of linear learners under decoded wire
         errors (issue 27): ``(lower, upper)`` averaged over the points, or None
-        for tree learners. See :func:`wire_bound_linear`."""
+        for tree learners and where a point has more than ``max_key``
+        influential positions (the enumeration grows as their square). See
+        :func:`wire_bound_linear`."""
         if getattr(device, "learner_kind", None) != "linear":
             return None
         return wire_bound_linear(device, X, copies, eps, max_key=max_key)
