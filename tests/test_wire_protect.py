@@ -74,6 +74,23 @@ def _tiny(weights=((3,), (-2,)), bias=(0, 5), shift=0):
     return firmware_sim.load(write_container(None, "ecoc", arrays))
 
 
+def _forest_and_ssbc():
+    """A forest of glass and an SSBC k-NN table of glass: the other int16 kinds."""
+    if "others" not in _CACHE:
+        from sklearn.ensemble import RandomForestClassifier
+
+        from edgecode.hashing import SSBC
+        from export.forest import export_forest
+        from export.ssbc import export_ssbc
+        X, y = _table("glass.csv")
+        rf = RandomForestClassifier(5, max_depth=4, random_state=0).fit(X, y.astype(np.int64))
+        h = SSBC(12, 24, 16, center=True, random_state=0).fit(X)
+        _CACHE["others"] = [(export_forest(rf).device, X, y),
+                            (firmware_sim.load(export_ssbc(h, X_table=X[::3], y_table=y[::3],
+                                                           knn_k=3).container), X, y)]
+    return _CACHE["others"]
+
+
 # ---------------------------------------------------------------- the device layer
 def test_majority_decoding_equals_a_naive_loop():
     rng = np.random.default_rng(0)
@@ -99,7 +116,7 @@ def test_majority_decoding_equals_a_naive_loop():
 
 
 def test_layer_over_real_kinds_keeps_clean_labels_and_hooks():
-    for dev0, X, _ in (_glass_linear(), _ecoli_tree()):
+    for dev0, X, _ in [_glass_linear(), _ecoli_tree()] + _forest_and_ssbc():
         copies = np.where(np.arange(16) >= 12, 5, 1) * np.ones((dev0.frame_width, 1), np.int64)
         dev = firmware_sim.load(with_wire_copies(dev0, copies))
         assert dev.kind == dev0.kind and dev.default_site == "wire"
@@ -272,6 +289,14 @@ def test_protect_string_labels_tree_kind_and_outputs(tmp_path):
     # re-planning a protected artifact starts from its kind
     r2 = protect(out, (X[::3], None), eps=0.02, scheme="none", n_trials=20)
     assert r2.details["wire_bits"] == 16 * dev.frame_width
+
+
+def test_protect_forest_and_ssbc_kinds():
+    for dev, X, _ in _forest_and_ssbc():
+        r = protect(dev.container, (X[::4], None), eps=0.01, max_overhead=1.0, n_trials=100)
+        d = r.details
+        assert d["kind"] == dev.kind and d["simulated"]["inside"] and r.label_mismatches == 0
+        assert d["allocation"]["extra_bits"] <= 16 * dev.frame_width
 
 
 def test_protect_burst_is_simulated_and_interleaved():
