@@ -91,7 +91,7 @@ def runtime_sources(kind=None):
     images by name).
 
     >>> runtime_sources("protected_nb")
-    ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c']
+    ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_wire.c', 'ec_nb.c']
     """
     if kind is None:
         classes = [c for c in firmware_sim.device_kinds().values()
@@ -277,7 +277,7 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
     >>> dev = ProtectedNBDevice.from_arrays([2], -1, [1])
     >>> out = write_firmware(dev.container, tempfile.mkdtemp())
     >>> out["sources"], out["frame_width"], out["decision_len"]
-    (['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c'], 3, 1)
+    (['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_wire.c', 'ec_nb.c'], 3, 1)
     """
     t = _target(target)
     if kinds not in ("model", "all"):
