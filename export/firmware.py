@@ -50,7 +50,7 @@ __all__ = ["TARGETS", "write_firmware", "build_firmware", "run_firmware", "run_f
 
 #: The runtime's own C sources (``firmware_sim/c``), in link order; each kind
 #: adds its ``c_sources`` (a hook of its device class) after them.
-CORE_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c")
+CORE_SOURCES = ("ec_container.c", "ec_model.c", "ec_quantize.c", "ec_wire.c")   # ec_wire.c: issue 27
 #: Its headers: the API, what a kind implements, the kind table.
 RUNTIME_HEADERS = ("edgecode_rt.h", "ec_kind.h", "ec_kinds.h", "ec_trees.h")
 
@@ -101,7 +101,7 @@ def runtime_sources(kind=None):
     images by name).
 
     >>> runtime_sources("protected_nb")
-    ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c']
+    ['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_wire.c', 'ec_nb.c']
     """
     if kind is None:
         classes = [c for c in firmware_sim.device_kinds().values()
@@ -134,8 +134,9 @@ def __getattr__(name):
 
 
 def _c_runtime(device):
-    """The device's class, refused when its kind has no C runtime."""
-    cls = type(device)
+    """The device's class, refused when its kind has no C runtime (a protection
+    layer's device, issue 27: the class of the kind it wraps)."""
+    cls = type(getattr(device, "inner", device))
     if not cls.c_sources or not cls.c_switch:
         raise ValueError(f"kind {device.container.kind!r} has no C runtime (its device class "
                          f"{cls.__name__} names no c_sources / c_switch): no firmware")
@@ -299,7 +300,7 @@ def write_firmware(artifact, out_dir, target="host", *, kinds="model", atomic=Tr
     >>> dev = ProtectedNBDevice.from_arrays([2], -1, [1])
     >>> out = write_firmware(dev.container, tempfile.mkdtemp())
     >>> out["sources"], out["frame_width"], out["decision_len"]
-    (['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_nb.c'], 3, 1)
+    (['ec_container.c', 'ec_model.c', 'ec_quantize.c', 'ec_wire.c', 'ec_nb.c'], 3, 1)
     """
     t = _target(target)
     if kinds not in ("model", "all"):

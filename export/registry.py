@@ -139,6 +139,23 @@ class KindSpec:
         from export.data import table_rows
         return table_rows(container, dataset, split, **options)
 
+    # ------------------------------------------------------------- protection
+    def wire_sensitivity(self, device, X):
+        """Per point and wire position (feature, bit): whether one wrong bit alone
+        changes the device's label, bool ``(t, n_features, 16)`` (issue 27).
+        Default: exact, through the device's integer inference on every
+        single-flip frame (:func:`export.protect_wire.single_flip_changes`);
+        a kind may override it with a closed form giving the same."""
+        from export.protect_wire import single_flip_changes
+        return single_flip_changes(device, X)
+
+    def wire_bound(self, device, X, copies, eps):
+        """A certified ``(lower, upper)`` of the mean label-change probability when
+        bit b of feature f is decoded wrong independently with probability
+        ``p(copies[f, b])``, or None (default: no closed form; the planner then
+        uses its first-order bound, else simulates)."""
+        return None
+
     # ------------------------------------------------------------- budget
     def unsupported(self, task) -> Optional[str]:
         """Why this kind cannot be trained on ``task``'s data (None: it can)."""

@@ -22,9 +22,11 @@ Examples
 """
 
 from . import kinds  # registers the built-in kinds (codes 1, 2, 3, in that order)
+from . import wire  # registers the wire protection layer ("__wire_copies__", issue 27)
 from .artifact import KINDS, Container, read_container, write_container
 from .channel import bsc
 from .contract import SITES, BaseDevice, Inference, device_kinds, load, register_kind
+from .wire import WireProtectedDevice
 from .device import Device
 from .engine import CampaignResult, DaskExecutor, Executor, SimulationResult, ThreadExecutor, \
     run_campaign, simulate, wilson_interval
@@ -38,7 +40,7 @@ __all__ = [
     "kinds", "KINDS", "Container", "ContainerError", "DeviceError", "FrameError", "SizeLimitError",
     "read_container", "write_container", "bsc",
     "SITES", "BaseDevice", "Device", "Inference", "SimulationResult", "device_kinds", "load",
-    "register_kind",
+    "register_kind", "WireProtectedDevice",
     "ProtectedNBDevice", "load_protected_nb", "make_protected_nb_arrays",
     "ECOCDevice", "load_ecoc", "make_ecoc_arrays",
     "SSBCDevice", "load_ssbc", "make_ssbc_arrays",

@@ -79,6 +79,10 @@ CLASSES_NAME = "__classes__"
 #: Reserved array of the image protection (issue 27: the scheme of each
 #: protected array and its check bits; :mod:`firmware_sim.protection`).
 PROTECT_NAME = "__protect__"
+#: Reserved arrays of protection layers that wrap any kind (kept in
+#: ``Container.arrays``; the loader hands the container to the layer:
+#: ``firmware_sim.wire`` for ``"__wire_copies__"``, issue 27).
+LAYER_NAMES = ("__wire_copies__",)
 
 # Header: magic, version, kind, n_arrays, total_size, crc32, header_size,
 # entry_size, reserved.
@@ -348,7 +352,7 @@ def write_container(path, kind, arrays, meta=None, *, protect=None):
         raise TypeError(f"arrays must be a mapping of name to array; got {type(arrays).__name__}")
     entries = []
     for name, a in arrays.items():
-        _check_name(name)
+        _check_name(name, reserved_ok=name in LAYER_NAMES)
         code, arr = _coerce_array(name, a)
         entries.append((name, code, arr))
     if protect is not None:
@@ -691,8 +695,9 @@ def read_container(source):
                                  f"protection table and check bits); got {protect.dtype.name} "
                                  f"with shape {protect.shape}")
     for name in arrays:
-        if name.startswith("__"):
+        if name.startswith("__") and name not in LAYER_NAMES:
             raise ContainerError(f"array {name!r}: unknown reserved name (names starting "
                                  f"with '__' are reserved; version {version} defines "
-                                 f"only {META_NAME!r}, {CLASSES_NAME!r} and {PROTECT_NAME!r})")
+                                 f"only {META_NAME!r}, {CLASSES_NAME!r}, {PROTECT_NAME!r} and "
+                                 f"{', '.join(repr(n) for n in LAYER_NAMES)})")
     return Container(_KIND_NAMES[kind_code], version, arrays, meta, total, raw, names, protect)

@@ -42,12 +42,12 @@ from typing import Callable, ClassVar, Mapping, Optional, Union
 
 import numpy as np
 
-from .artifact import Container, read_container, register_kind_code
+from .artifact import LAYER_NAMES, Container, read_container, register_kind_code
 from .channel import check_channel_eps
 from .errors import ContainerError, DeviceError, FrameError
 
 __all__ = ["BaseDevice", "Inference", "SITES", "BatchRunner", "register_kind", "device_kinds",
-           "load"]
+           "load", "register_layer"]
 
 #: Where a fault may act (see the module docstring).
 SITES = ("wire", "intermediate", "image")
@@ -59,6 +59,11 @@ SITES = ("wire", "intermediate", "image")
 BatchRunner = Callable[[int, int, np.random.Generator, np.ndarray, np.ndarray], None]
 
 _DEVICES = {}
+#: Protection layers (reserved array name -> wrap(device, container) -> device):
+#: a container holding the array is loaded as its kind's device wrapped by the
+#: layer (:func:`register_layer`; ``firmware_sim.wire`` registers
+#: ``"__wire_copies__"``).
+_LAYERS = {}
 
 
 @dataclass(frozen=True)
@@ -384,6 +389,21 @@ def register_kind(*args: Union[str, int, type]) -> type:
     return cls
 
 
+def register_layer(array_name: str, wrap: Callable) -> None:
+    """Register a protection layer that wraps a device of any kind: an image
+    holding the reserved array ``array_name`` (one of
+    :data:`firmware_sim.artifact.LAYER_NAMES`) loads as
+    ``wrap(device, container)``, where ``device`` is the kind's device of the
+    same container. ``wrap`` validates the layer's arrays
+    (:class:`~firmware_sim.errors.ContainerError`)."""
+    if array_name not in LAYER_NAMES:
+        raise DeviceError(f"layer array {array_name!r} is not a reserved layer name "
+                          f"{LAYER_NAMES}")
+    if _LAYERS.get(array_name, wrap) is not wrap:
+        raise DeviceError(f"layer {array_name!r} is already registered")
+    _LAYERS[array_name] = wrap
+
+
 def device_kinds() -> dict:
     """Registered kind name -> device class (a copy)."""
     return dict(_DEVICES)
@@ -420,5 +440,10 @@ def load(source) -> BaseDevice:
                              f"known: {sorted(_DEVICES)}")
     if container.protect is not None:
         from .protection import open_protected
-        return open_protected(container, cls)
-    return cls(container)
+        device = open_protected(container, cls)
+    else:
+        device = cls(container)
+    for name, wrap in _LAYERS.items():
+        if name in container.arrays:
+            device = wrap(device, container)
+    return device

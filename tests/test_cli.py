@@ -63,9 +63,11 @@ def test_demo_runs_end_to_end(tmp_path):
     assert res["onnx_agrees"]
     text = buf.getvalue()
     assert "predicted mean SCP" in text
-    # the stages are numbered as the README lists them
+    # the stages are numbered as the README lists them; then the protection
+    # stage (issue 27, README's item 7)
     assert [ln.split()[1] for ln in text.splitlines() if ln.startswith("== ")] == \
-        [f"{k}/6" for k in range(1, 7)]
+        [f"{k}/6" for k in range(1, 7)] + ["protection:"]
+    assert "digits_svm_binary_wire_auto.edgc" in text
     wide = res["stages"]["naive_bayes"]["wide_plan"]["plan"]
     assert wide.method == "grid" and wide.certified_by == "bounds"
     assert wide.scp_lower <= wide.mean_scp <= wide.scp_upper

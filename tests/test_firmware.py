@@ -162,7 +162,8 @@ def test_one_kind_build_refuses_other_kinds_and_all_kinds_opens_every_kind(tmp_p
     ecoc, _ = _model("ecoc_linear_binary")
     images = [nb.container.tobytes(), ecoc.container.tobytes()]
     info = write_firmware(images[0], tmp_path / "one", "host")
-    assert info["sources"] == ["ec_container.c", "ec_model.c", "ec_quantize.c", "ec_nb.c"]
+    assert info["sources"] == ["ec_container.c", "ec_model.c", "ec_quantize.c", "ec_wire.c",
+                               "ec_nb.c"]
     assert not (tmp_path / "one" / "ec_ecoc.c").exists()
     b = build_firmware(tmp_path / "one", "host", probe=False)
     assert check_images(b.runner, images) == [(True, "ok"), (False, "error -9 kind")]

@@ -27,12 +27,15 @@ from . import firmware as _firmware
 from . import forest as _forest
 from . import hashing as _hashing
 from . import naive_bayes as _nb
+from . import protect as _protect      # issue 27: edgecode protect, the demo's protection stage
 from .naive_bayes import run_plan, run_simulate
 
 __all__ = ["main", "run_demo", "run_plan", "run_simulate"]
 
 #: Sub-command modules, in the order ``edgecode demo`` runs their stages.
 COMMAND_MODULES = (_nb, _codes, _ecoc, _hashing, _campaign, _firmware)
+#: issue 27: the protection stage runs after them (it protects stage 3's artifact).
+COMMAND_MODULES += (_protect,)
 
 
 def run_demo(out_dir=None, trials=2000, stream=None):

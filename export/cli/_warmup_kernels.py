@@ -80,4 +80,5 @@ KERNELS = [
     ('firmware_sim.kinds._kernels.ssbc', '_ssbc_bits', "(Array(int16, 2, 'C', False), Array(int16, 2, 'C', True), int64, int64, Array(int64, 1, 'C', False), Array(int16, 2, 'C', True), Array(int64, 1, 'C', True), Array(uint8, 2, 'C', False), )", True),
     ('firmware_sim.kinds._kernels.ssbc', '_q15_exp_neg', "(int64, int64, int64, Array(int64, 1, 'C', False), )", False),
     ('firmware_sim.kinds._kernels.ssbc', '_hamming_knn', "(Array(uint8, 2, 'C', False), Array(uint8, 2, 'C', True), Array(int64, 1, 'C', False), int64, int64, Array(int64, 1, 'C', False), Array(int64, 1, 'C', False), Array(int64, 1, 'C', False), )", True),
+    ('firmware_sim._kernels.faults', '_xor_masks', "(Array(uint8, 2, 'C', False), Array(uint64, 2, 'C', False), )", True),
 ]

@@ -254,6 +254,16 @@ class ECOCSpec(KindSpec):
         acc = float(np.mean(ex.device.predict(ex.device.quantize(Xd)) == task.y_test))
         return Fitted(ex, Xd, task.y_test, acc, {"row_distance": float(row_distance(clf.code_))})
 
+    def wire_bound(self, device, X, copies, eps, *, max_key=160):
+        """Certified label-change probability of linear learners under decoded wire
+        errors (issue 27): ``(lower, upper)`` averaged over the points, or None
+        for tree learners and where a point has more than ``max_key``
+        influential positions (the enumeration grows as their square). See
+        :func:`wire_bound_linear`."""
+        if getattr(device, "learner_kind", None) != "linear":
+            return None
+        return wire_bound_linear(device, X, copies, eps, max_key=max_key)
+
     def analytic(self, device, X, fault, y=None, site=None):
         return analytic_ecoc(device, X, fault, y,
                              site=device.default_site if site is None else site)
@@ -756,6 +766,133 @@ def __getattr__(name):
     if name == "ReusedTree":
         return _reused()
     raise AttributeError(name)
+
+
+def _triples(n):
+    a, b, c = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    keep = (a < b) & (b < c)
+    return a[keep], b[keep], c[keep]
+
+
+def wire_bound_linear(device, X, copies, eps, *, max_key=None, gamma=0.5, max_open=3,
+                      triple_p=1e-3, max_triple=24):
+    """Certified ``(lower, upper)`` of the mean probability that a linear ECOC
+    device's label changes when bit b of feature f is decoded wrong with
+    probability ``p(copies[f, b])`` (independently; majority decoding of a BSC).
+
+    A wrong bit shifts every learner score exactly (``W[f, :] * (+-2^b)``,
+    the sign set by the clean bit; flips add), so per point: the *residual*
+    positions R (likely and light first, while their summed worst-case
+    shift stays below ``gamma`` times every score's magnitude) move a score
+    at most ``r`` whatever subset of them is wrong; the *key* positions K
+    (the rest, at most ``max_key``) are enumerated exactly up to two wrong
+    bits: for each such set S, the scores ``s + d_S +- r`` decide every
+    learner's symbol or leave a sign open; with at most ``max_open`` open
+    signs every choice of them is decoded as the device decodes (the label
+    is then sure to change, sure to stay, or open). Three wrong bits are
+    enumerated too among the likely key bits (probability >= ``triple_p``,
+    at most ``max_triple`` of them). Lower: the sets that surely change the label;
+    upper: those plus the open ones plus P(three or more wrong bits in K).
+    Seed 000's subset-sum view, per learner, with the multi-class decoding on
+    top.
+    """
+    from firmware_sim.wire import failure_probability
+    q = device.encode(X).astype(np.int64)
+    t, n = q.shape
+    W = device._w.astype(np.int64)              # (n, k)
+    s0 = q @ W + device._b.astype(np.int64)     # (t, k) exact scores
+    clean = np.asarray(device.labels(device.encode(X)), np.int64)
+    p = failure_probability(np.asarray(copies, np.int64).reshape(-1), eps)    # (16 n,)
+    fidx = np.repeat(np.arange(n), 16)
+    bidx = np.tile(np.arange(16), n)
+    lows, ups = np.zeros(t), np.zeros(t)
+    n_out, out_off = device._n_out, device._out_off
+    cls_off, classes = device._cls_off, device._classes
+    m = n_out.size
+    for i in range(t):
+        u = q[i].astype(np.uint16)
+        bit = ((u[fidx] >> bidx.astype(np.uint16)) & 1).astype(np.int64)
+        mag = np.left_shift(np.int64(1), bidx)
+        delta = np.where(bidx == 15, (2 * bit - 1) * mag, (1 - 2 * bit) * mag)   # value shift
+        D = delta[:, None] * W[fidx]                            # (16 n, k) score shifts
+        absD = np.abs(D)
+        scale = np.maximum(np.abs(s0[i]), 1)
+        # margin a position uses per unit of its error probability: the likely,
+        # light positions go to R first
+        cost = (absD / scale).max(axis=1) / np.maximum(p, 1e-300)
+        order = np.argsort(cost, kind="stable")
+        r = np.zeros(W.shape[1], np.int64)
+        in_r = np.zeros(16 * n, bool)
+        for j in order:
+            if np.all(r + absD[j] <= gamma * np.abs(s0[i])):
+                r += absD[j]
+                in_r[j] = True
+        key = np.flatnonzero(~in_r)
+        if max_key is not None and key.size > max_key:
+            return None
+        pk = p[key]
+        nk = key.size
+        q0 = np.prod(1 - pk)
+        ratio = pk / np.maximum(1 - pk, 1e-300)
+        ia, ib = np.triu_indices(nk, 1)
+        Dk = D[key]
+        shift = [np.zeros((1, W.shape[1]), np.int64), Dk, Dk[ia] + Dk[ib]]
+        prob = [[1.0], ratio, ratio[ia] * ratio[ib]]
+        likely = np.flatnonzero(pk >= triple_p)[:max_triple]   # three wrong likely bits
+        if likely.size >= 3:
+            ta, tb, tc = (likely[v] for v in _triples(likely.size))
+            shift.append(Dk[ta] + Dk[tb] + Dk[tc])
+            prob.append(ratio[ta] * ratio[tb] * ratio[tc])
+        shift = np.vstack(shift)
+        prob = q0 * np.concatenate(prob)
+        lo_sc = s0[i] + shift - r
+        hi_sc = s0[i] + shift + r
+        ns = len(prob)
+        sym = np.zeros((ns, m), np.int16)
+        hi_sym = np.zeros((ns, m), np.int16)        # the other symbol of an open sign
+        open_sign = np.zeros((ns, m), bool)
+        known = np.ones(ns, bool)                   # every argmax column decided
+        for j in range(m):
+            k, c0 = int(n_out[j]), int(cls_off[j])
+            if k == 0:
+                sym[:, j] = classes[c0]
+            elif k == 1:
+                o = int(out_off[j])
+                pos, neg = lo_sc[:, o] > 0, hi_sc[:, o] <= 0
+                sym[:, j] = np.where(pos, classes[c0 + 1], classes[c0])
+                hi_sym[:, j] = classes[c0 + 1]
+                open_sign[:, j] = ~(pos | neg)
+            else:
+                o = int(out_off[j])
+                lo, hi = lo_sc[:, o:o + k], hi_sc[:, o:o + k]
+                best = np.argmax(lo, axis=1)
+                others = hi.copy()
+                others[np.arange(ns), best] = np.iinfo(np.int64).min
+                sure = lo[np.arange(ns), best] > others.max(axis=1)
+                sym[:, j] = classes[c0 + best]
+                known &= sure
+        # an open sign takes either symbol: enumerate them (up to max_open per set)
+        n_open = open_sign.sum(axis=1)
+        known &= n_open <= max_open
+        some = np.zeros(ns, bool)                   # some choice changes the label
+        every = np.ones(ns, bool)                   # every choice changes it
+        rank = np.cumsum(open_sign, axis=1) - 1
+        for c in range(1 << int(min(max_open, n_open.max(initial=0)))):
+            rows = np.flatnonzero(known & (c < (1 << np.minimum(n_open, max_open))))
+            if rows.size == 0:
+                continue
+            sy = sym[rows].copy()
+            take = open_sign[rows] & (((c >> np.maximum(rank[rows], 0)) & 1) == 1)
+            sy[take] = hi_sym[rows][take]
+            ch = np.asarray(device.finish(sy), np.int64) != clean[i]
+            some[rows] |= ch
+            every[rows] &= ch
+        changed_sure = known & every
+        changed_maybe = ~known | some
+        rest = max(0.0, 1.0 - prob.sum())        # every error set not enumerated
+        lows[i] = prob[changed_sure].sum()
+        ups[i] = prob[changed_maybe].sum() + rest
+    return float(lows.mean()), float(min(1.0, ups.mean()))
 
 
 register_kind_spec(ECOCSpec)

@@ -154,6 +154,7 @@ static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 
 static const EC_ROM char ec_meta_name[] = "__meta__";
 static const EC_ROM char ec_classes_name[] = "__classes__";
+static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c checks it */
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
@@ -338,6 +339,10 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
         if (e[0] == '_' && e[1] == '_') {
             int classes = ec_name_is(e, ec_classes_name);
+            if (ec_name_is(e, ec_wire_name)) {     /* the wire layer: 2-d uint8 */
+                if (e[32] != EC_U8 || e[33] != 2u) return EC_ERR_TABLE;
+                continue;
+            }
             if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
             if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
             if (classes) {

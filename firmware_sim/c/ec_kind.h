@@ -79,6 +79,18 @@ typedef struct {
 #define EC_AVR_WORKAROUND
 #endif
 
+/* The wire protection layer (ec_wire.c, issue 27): compiled in with every kind
+ * (EC_ALL_KINDS) or when the firmware's ec_config.h sets EC_WITH_WIRE. */
+#ifndef EC_WITH_WIRE
+#define EC_WITH_WIRE EC_ALL_KINDS
+#endif
+#if EC_WITH_WIRE
+ec_status ec_wire_open(ec_model *model, uint32_t n_features);
+ec_status ec_wire_decode(const ec_model *model, uint32_t n_features, const int16_t *bits,
+                         int16_t *frame);
+void ec_wire_repeat(const ec_model *model, uint32_t n_features, int16_t *frame);
+#endif
+
 /* The kind table (ec_model.c): the operations of a compiled-in kind, NULL
  * for any other code. */
 const EC_ROM ec_kind_ops *ec_kind_find(uint32_t kind);

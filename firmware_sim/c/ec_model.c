@@ -45,12 +45,22 @@ ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *mode
     model->kind = 0u;
     model->ops = NULL;
     model->n_class_names = 0u;
+    model->wire_copies = NULL;
+    model->wire_bits = 0u;
     s = ec_image_open(buf, size, &model->image);
     if (s != EC_OK) return s;
     ops = ec_kind_find(model->image.kind);
     if (ops == NULL) return EC_ERR_KIND;    /* (ec_image_open refused it already) */
     s = ops->open(&model->image, model, &classes);
     if (s != EC_OK) return s;
+    if (ec_image_has(&model->image, EC_STR("__wire_copies__"))) {
+#if EC_WITH_WIRE
+        s = ec_wire_open(model, ops->frame_width(model));
+        if (s != EC_OK) return s;
+#else
+        return EC_ERR_SCHEMA;   /* a wire-protected image: build with EC_WITH_WIRE */
+#endif
+    }
     /* the class names: one per class, when the kind has classes (the rule of
        check_class_names in firmware_sim/_validation.py) */
     if (model->image.class_names != NULL) {
@@ -97,7 +107,14 @@ uint32_t ec_input_width(const ec_model *model)
 uint32_t ec_frame_width(const ec_model *model)
 {
     const EC_ROM ec_kind_ops *ops = ec_ops(model);
+    if (ops != NULL && model->wire_bits != 0u) return model->wire_bits;
     return ops == NULL ? 0u : ops->frame_width(model);
+}
+
+/* workspace bytes in front of the kind's that hold the decoded frame (wire layer) */
+static uint32_t ec_wire_front(const ec_model *model, const EC_ROM ec_kind_ops *ops)
+{
+    return model->wire_bits == 0u ? 0u : (2u * ops->frame_width(model) + 7u) / 8u * 8u;
 }
 
 uint32_t ec_decision_len(const ec_model *model)
@@ -109,7 +126,7 @@ uint32_t ec_decision_len(const ec_model *model)
 uint32_t ec_workspace_bytes(const ec_model *model)
 {
     const EC_ROM ec_kind_ops *ops = ec_ops(model);
-    return ops == NULL ? 0u : ops->workspace_bytes(model);
+    return ops == NULL ? 0u : ec_wire_front(model, ops) + ops->workspace_bytes(model);
 }
 
 ec_status ec_infer(const ec_model *model, const int16_t *frame, int32_t *label,
@@ -117,5 +134,16 @@ ec_status ec_infer(const ec_model *model, const int16_t *frame, int32_t *label,
 {
     const EC_ROM ec_kind_ops *ops = ec_ops(model);
     if (ops == NULL || frame == NULL || label == NULL || decision == NULL) return EC_ERR_ARG;
+#if EC_WITH_WIRE
+    if (model->wire_bits != 0u) {   /* majority-decode the wire bits in front of the workspace */
+        uint32_t front = ec_wire_front(model, ops);
+        ec_status s;
+        if (workspace == NULL || workspace_bytes < front) return EC_ERR_WORKSPACE;
+        s = ec_wire_decode(model, ops->frame_width(model), frame, (int16_t *)workspace);
+        if (s != EC_OK) return s;
+        return ops->infer(model, (const int16_t *)workspace, label, decision,
+                          (void *)((unsigned char *)workspace + front), workspace_bytes - front);
+    }
+#endif
     return ops->infer(model, frame, label, decision, workspace, workspace_bytes);
 }

@@ -269,7 +269,14 @@ static ec_status ec_quantize_any(const ec_model *model, const void *x, int type,
         return EC_ERR_ARG;   /* not an opened model */
     for (i = 0; ec_quantizers[i].ops != NULL; i++) {
         if (ec_quantizers[i].ops == model->ops)
-            return ec_quantizers[i].quantize(model, x, type, frame);
+        {
+            ec_status s = ec_quantizers[i].quantize(model, x, type, frame);
+#if EC_WITH_WIRE
+            if (s == EC_OK && model->wire_bits != 0u)   /* the wire layer: repeat the bits */
+                ec_wire_repeat(model, model->ops->frame_width(model), frame);
+#endif
+            return s;
+        }
     }
     return EC_ERR_ARG;
 }

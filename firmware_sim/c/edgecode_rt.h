@@ -149,6 +149,8 @@ typedef struct {
     const EC_ROM ec_kind_ops *ops; /* the kind's operations (in ROM)           */
     ec_image image;
     uint32_t n_class_names;        /* names in __classes__ (0: none)           */
+    const EC_ROM uint8_t *wire_copies; /* __wire_copies__ (ec_wire.c), or NULL */
+    uint32_t wire_bits;            /* wire bits per frame (0: no wire layer)   */
     ec_kind_state state;           /* the kind's fields (read in place)        */
 } ec_model;
 
