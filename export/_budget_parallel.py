@@ -41,11 +41,12 @@ def _reduce_dataclass(obj):
     import dataclasses
     import types
 
-    kw = {}
-    for f in dataclasses.fields(obj):
-        if f.init:
-            v = getattr(obj, f.name)
-            kw[f.name] = dict(v) if isinstance(v, types.MappingProxyType) else v
+    def plain(v):                      # nested read-only mappings (a profile's prices)
+        if isinstance(v, types.MappingProxyType):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    kw = {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.init}
     return _rebuild, (type(obj), kw)
 
 
