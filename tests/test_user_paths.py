@@ -250,6 +250,7 @@ def test_failed_demo_leaves_nothing_it_wrote(tmp_path, monkeypatch, existing):
 
 
 def test_ecoc_max_depth_bounds_the_model_and_oversize_is_said(tmp_path, capsys):
+    from firmware_sim import load as load_device
     sizes = {}
     for depth in (None, 2):
         argv = ["ecoc", str(DATA / "glass.csv"), "--n-columns", "6", "--trials", "1",
@@ -257,8 +258,9 @@ def test_ecoc_max_depth_bounds_the_model_and_oversize_is_said(tmp_path, capsys):
         if depth:
             argv += ["--max-depth", str(depth)]
         assert main(argv) == 0
-        sizes[depth] = (tmp_path / f"d{depth}.edgc").stat().st_size
-    assert sizes[2] < sizes[None] / 2
+        sizes[depth] = load_device(tmp_path / f"d{depth}.edgc").container.arrays[
+            "node_feature"].size                 # decision nodes of the compact trees
+    assert sizes[2] <= 6 * 3 and sizes[2] < sizes[None] / 2
     capsys.readouterr()
     import firmware_sim
     from export.ecoc import export_ecoc

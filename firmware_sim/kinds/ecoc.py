@@ -555,9 +555,12 @@ class ECOCDevice(Device):
                          argmax_steps=int(np.maximum(k - 1, 0).sum()))
             opened["weights"] = int(self._w.size)
         else:
-            infer["nodes_visited"] = int(self._depths().sum())
-            opened.update(nodes=int(self._tf.shape[0]),
-                          leaves=int(np.count_nonzero(self._tf < 0)))
+            infer["nodes_visited"] = int(np.asarray(self._depths()).sum())
+            # the compact format stores decision nodes only; the leaves are the
+            # references below N: decision nodes + 1 per tree
+            n_dec = int(self._tf.shape[0])
+            opened.update(nodes=n_dec,
+                          leaves=n_dec + int(self._root.size))
         if binary:
             infer.update(code_bits_set=n, popcounts=c * words)
         else:
@@ -571,16 +574,21 @@ class ECOCDevice(Device):
         if self.learner_kind != "linear":
             visits = np.zeros(t)
             rows = np.arange(t)
+            # the compact walk (docs/container_format.md, the forest's node rules):
+            # a reference r < N is a leaf; else the next node is parent + 1 + (r - N)
             f, thr, left, right = self._tf, self._tt, self._tl, self._tr
+            L = int(self.n_symbols)
             for r in self._root.tolist():
-                node = np.full(t, r, np.int64)
-                inner = f[node] >= 0
-                while inner.any():
-                    visits += inner
-                    fi = np.where(inner, f[node], 0)
-                    go = q[rows, fi] <= thr[node]
-                    node = np.where(inner, np.where(go, left[node], right[node]), node)
-                    inner = f[node] >= 0
+                if r < L:
+                    continue
+                node = np.full(t, r - L, np.int64)
+                active = np.ones(t, bool)
+                while active.any():
+                    visits += active
+                    go = q[rows, f[node]] <= thr[node]
+                    nxt = np.where(go, left[node], right[node])
+                    active = active & (nxt >= L)
+                    node = np.where(active, node + 1 + (nxt - L), node)
             out["nodes_visited"] = visits
         return {"family": family, "open": opened, "infer": out}
 
