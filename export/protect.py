@@ -168,10 +168,7 @@ def protect(artifact, data, *, site="wire", fault="bsc", eps, budget_bits=None,
         report = {"site": "all", "wire": wired.details, "image": res.details,
                   "predicted_label_change": res.details["predicted_label_change"],
                   "method": res.details["method"]}
-        if json_path is not None:
-            from export.atomic import AtomicOutputs
-            with AtomicOutputs([json_path]) as tmp:
-                tmp[json_path].write_text(json.dumps(report, indent=1, default=_json_default))
+        _write_outputs(None, json_path, None, report)
         return _with_details(res, report)
     if image_options:
         raise TypeError(f"unexpected options for the wire site: {sorted(image_options)}")
@@ -194,7 +191,6 @@ def _protect_image_site(artifact, data, *, fault, eps, max_overhead, scheme, out
     ``data``, written atomically, as an ``ExportResult``."""
     import firmware_sim
     from firmware_sim.artifact import Container, read_container
-    from export.atomic import AtomicOutputs
     from export.protect_image import protect_image
     from export.result import ExportResult
 
@@ -215,11 +211,7 @@ def _protect_image_site(artifact, data, *, fault, eps, max_overhead, scheme, out
                   n_points=int(len(X)), fault_name="seu", eps=float(eps), scheme=scheme,
                   flash_bytes=int(len(raw)), unprotected_flash_bytes=int(container.nbytes))
     report.pop("ranking", None)
-    with AtomicOutputs([out, json_path]) as tmp:
-        if out is not None:
-            tmp[out].write_bytes(raw)
-        if json_path is not None:
-            tmp[json_path].write_text(json.dumps(report, indent=1, default=_json_default))
+    _write_outputs(out, json_path, raw, report)
     if progress:
         progress(2, 2, "done")
     return ExportResult(kind=container.kind, container=raw, onnx_model=None, device=device,
@@ -242,7 +234,6 @@ def _protect_wire(artifact, data, *, fault, eps, budget_bits, max_overhead, sche
     import firmware_sim
     from firmware_sim.artifact import Container, read_container
     from firmware_sim.wire import with_wire_copies
-    from export.atomic import AtomicOutputs
     from export.protect_wire import WIRE_SCHEMES, check_wire, plan_wire, predict_wire
     from export.registry import find_kind_spec
     from export.result import ExportResult
@@ -327,16 +318,23 @@ def _protect_wire(artifact, data, *, fault, eps, budget_bits, max_overhead, sche
         "clean_label_mismatches": mismatches,
         "flash_bytes": int(len(raw)), "unprotected_flash_bytes": int(container.nbytes),
     }
-    with AtomicOutputs([out, json_path]) as tmp:
-        if out is not None:
-            tmp[out].write_bytes(raw)
-        if json_path is not None:
-            tmp[json_path].write_text(json.dumps(report, indent=1, default=_json_default))
+    _write_outputs(out, json_path, raw, report)
     if progress:
         progress(4, 4, "done")
     return ExportResult(kind=base.kind, container=raw, onnx_model=None, device=device,
                         resources=device.resources(), checked_inputs=int(len(X)),
                         label_mismatches=mismatches, details=report)
+
+
+def _write_outputs(out, json_path, raw, report):
+    """Write the protected container and the JSON report together, atomically
+    (either may be None)."""
+    from export.atomic import AtomicOutputs
+    with AtomicOutputs([out, json_path]) as tmp:
+        if out is not None:
+            tmp[out].write_bytes(raw)
+        if json_path is not None:
+            tmp[json_path].write_text(json.dumps(report, indent=1, default=_json_default))
 
 
 def _json_default(o):

@@ -103,3 +103,26 @@ def check_node_layout(kind, root, feat, left, right, n_leaves, d):
             got = f"a walk reaching node {at}"
         fail(kind, f"array {name!r} {rule}; got {got}")
     return depth
+
+
+def count_visits(q, roots, feature, threshold, left, right, n_leaves):
+    """Decision nodes each frame of ``q`` (t, d) visits over every tree of the
+    compact node format: a reference ``r < n_leaves`` is a leaf, else the next
+    node is ``parent + 1 + (r - n_leaves)``; a root below ``n_leaves`` is a
+    one-leaf tree. The cost model's ``nodes_visited`` (forest, ECOC trees)."""
+    t = q.shape[0]
+    visits = np.zeros(t)
+    rows = np.arange(t)
+    L = int(n_leaves)
+    for r in np.asarray(roots).tolist():
+        if r < L:
+            continue
+        node = np.full(t, r - L, np.int64)
+        active = np.ones(t, bool)
+        while active.any():
+            visits += active
+            go = q[rows, feature[node]] <= threshold[node]
+            nxt = np.where(go, left[node], right[node])
+            active &= nxt >= L
+            node = np.where(active, node + 1 + (nxt - L), node)
+    return visits

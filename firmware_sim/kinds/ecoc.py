@@ -62,7 +62,8 @@ from ._kernels.ecoc import (
     _scores_to_symbols,
 )
 from ._kernels.forest import _forest_leaves
-from ._trees import MAX_DEPTH, check_node_arrays, check_node_layout, narrowest_unsigned
+from ._trees import (MAX_DEPTH, check_node_arrays, check_node_layout, count_visits,
+                     narrowest_unsigned)
 
 __all__ = ["ECOCDevice", "load_ecoc", "make_ecoc_arrays", "compact_trees", "doubled_distances",
            "flip_radius",
@@ -572,23 +573,8 @@ class ECOCDevice(Device):
         t = q.shape[0]
         out = {key: np.full(t, float(v)) for key, v in infer.items()}
         if self.learner_kind != "linear":
-            visits = np.zeros(t)
-            rows = np.arange(t)
-            # the compact walk (docs/container_format.md, the forest's node rules):
-            # a reference r < N is a leaf; else the next node is parent + 1 + (r - N)
-            f, thr, left, right = self._tf, self._tt, self._tl, self._tr
-            L = int(self.n_symbols)
-            for r in self._root.tolist():
-                if r < L:
-                    continue
-                node = np.full(t, r - L, np.int64)
-                active = np.ones(t, bool)
-                while active.any():
-                    visits += active
-                    go = q[rows, f[node]] <= thr[node]
-                    nxt = np.where(go, left[node], right[node])
-                    active = active & (nxt >= L)
-                    node = np.where(active, node + 1 + (nxt - L), node)
+            visits = count_visits(q, self._root, self._tf, self._tt, self._tl, self._tr,
+                                  self.n_symbols)
             out["nodes_visited"] = visits
         return {"family": family, "open": opened, "infer": out}
 

@@ -50,7 +50,7 @@ from ..errors import ContainerError, DeviceError, FrameError
 from .ecoc import quantize_inputs
 from ._kernels.forest import _forest_leaves, _forest_votes
 from ._trees import (MAX_DEPTH, _require_unsigned, check_node_arrays,  # noqa: F401
-                     check_node_layout, narrowest_unsigned)
+                     check_node_layout, count_visits, narrowest_unsigned)
 
 __all__ = ["ForestDevice", "load_forest", "make_forest_arrays", "check_forest",
            "check_node_arrays", "check_node_layout",
@@ -376,20 +376,8 @@ class ForestDevice(Device):
         q = self.check_frames(frames)
         t = q.shape[0]
         out = {key: np.full(t, float(v)) for key, v in infer.items()}
-        visits = np.zeros(t)
-        rows = np.arange(t)
-        L = self.n_leaves
-        for r in self._root.tolist():
-            if r < L:
-                continue
-            node = np.full(t, r - L, np.int64)
-            active = np.ones(t, bool)
-            while active.any():
-                visits += active
-                go = q[rows, self._feature[node]] <= self._threshold[node]
-                nxt = np.where(go, self._left[node], self._right[node])
-                active &= nxt >= L
-                node = np.where(active, node + 1 + (nxt - L), node)
+        visits = count_visits(q, self._root, self._feature, self._threshold, self._left,
+                              self._right, self.n_leaves)
         out["nodes_visited"] = visits
         return {"open": opened, "infer": out}
 
