@@ -103,31 +103,31 @@ def test_every_avr_and_rv32_profile_prices_every_family():
 
 
 def _walk_visits(dev, q):
-    """Slow reference: nodes visited per frame, one tree and one frame at a time."""
+    """Slow reference: nodes visited per frame, one tree and one frame at a time, on
+    the compact node format both tree kinds share (a reference below the leaf count
+    is a leaf, else the next node is ``parent + 1 + (reference - leaves)``)."""
+    if dev.container.kind == "forest":
+        L, roots = dev.n_leaves, dev._root
+        feature, threshold, left, right = dev._feature, dev._threshold, dev._left, dev._right
+    else:                                     # ECOC tree learners: leaves are symbols
+        L, roots = dev.n_symbols, dev._root
+        feature, threshold, left, right = dev._tf, dev._tt, dev._tl, dev._tr
     out = []
     for row in q:
         n = 0
-        if dev.container.kind == "forest":
-            L = dev.n_leaves
-            for r in dev._root.tolist():
-                if r < L:
-                    continue
-                node = r - L
-                while True:
-                    n += 1
-                    f = int(dev._feature[node])
-                    nxt = int(dev._left[node] if row[f] <= dev._threshold[node]
-                              else dev._right[node])
-                    if nxt < L:
-                        break
-                    node += 1 + nxt - L
-        else:
-            for r in dev._root.tolist():
-                node = r
-                while dev._tf[node] >= 0:
-                    n += 1
-                    node = dev._tl[node] if row[dev._tf[node]] <= dev._tt[node] else \
-                        dev._tr[node]
+        for r in roots.tolist():
+            if r < L:
+                continue
+            node, depth = r - L, 0
+            while True:
+                n += 1
+                depth += 1                    # a bad walk fails here, never loops
+                assert depth <= feature.size, "the tree walk does not end"
+                f = int(feature[node])
+                nxt = int(left[node] if row[f] <= threshold[node] else right[node])
+                if nxt < L:
+                    break
+                node += 1 + nxt - L
         out.append(n)
     return np.array(out, float)
 
