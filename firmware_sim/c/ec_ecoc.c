@@ -23,6 +23,13 @@
  * take the narrowest exact arithmetic the image allows (EC_LIN_*, chosen in
  * rule 10's pass; docs/firmware.md, "Narrow arithmetic").
  *
+ * The learner kinds are a table (ecoc_learners below: each kind's opener
+ * and its symbols pass), compiled in by EC_ECOC_LINEAR and EC_ECOC_TREES
+ * (ec_config.h or -D; both 1 by default; `edgecode firmware` writes the
+ * model's learner kind only, issue 26): an image whose learner kind is not
+ * compiled in is refused with EC_ERR_KIND once the rules both kinds share
+ * (1-8) hold.
+ *
  * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc; on
  * AVR one inline-assembly multiply-accumulate (EC_MAC16).
  * Arrays are read through typed pointers into the image (16-byte aligned,
@@ -30,6 +37,16 @@
  */
 #include "ec_kind.h"
 #include "ec_trees.h"
+
+/* the learner kinds compiled in (1: yes); without a setting, both */
+#ifndef EC_ECOC_LINEAR
+#define EC_ECOC_LINEAR 1
+#endif
+#ifndef EC_ECOC_TREES
+#define EC_ECOC_TREES 1
+#endif
+
+typedef struct ecoc_learner ecoc_learner;
 
 /* the fields of an opened model (model->state) */
 typedef struct {
@@ -49,7 +66,7 @@ typedef struct {
     uint32_t n_classes, n_columns, n_symbols, n_features;
     uint32_t code_words;
     uint32_t n_outputs;                   /* k                                 */
-    uint8_t learner_kind;                 /* 1 linear, 2 tree                  */
+    const EC_ROM ecoc_learner *learner;   /* its kind's entry of ecoc_learners */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
 EC_STATE_FITS(ec_ecoc_state);
@@ -87,13 +104,14 @@ static uint8_t popcount8(uint8_t x)
     return (uint8_t)((x + (x >> 4)) & 0x0Fu);
 }
 
+/* ---- linear learners (rules 9, 10) ---------------------------------------- */
+#if EC_ECOC_LINEAR
+
 /* |v| of an int64 as uint64 (2^63 for INT64_MIN). */
 static uint64_t abs64(int64_t v)
 {
     return v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
 }
-
-/* ---- linear learners (rules 9, 10) ---------------------------------------- */
 
 /* sum_f |p[f stride]| for d entries (in two 32-bit words: < d 2^31), and
  * *mode = EC_LIN_WIDE when one of them is outside int16. Its own function,
@@ -120,8 +138,9 @@ static uint64_t column_abs_sum(const EC_ROM int32_t *p, uint32_t d, uint32_t str
     return ((uint64_t)hi << 32) | lo;
 }
 
-static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_ROM int32_t *n_cls)
+static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
 {
+    const EC_ROM int32_t *n_cls = mo->col_n_cls;
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
     const EC_ROM int32_t *w, *n_out, *out_off;
@@ -183,8 +202,10 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
     mo->n_outputs = k;
     return EC_OK;
 }
+#endif /* EC_ECOC_LINEAR */
 
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
+#if EC_ECOC_TREES
 
 /* 1 if symbol s is one of the column's learner symbols cls[0 .. n). */
 static int has_symbol(const EC_ROM int16_t *cls, int32_t n, uint32_t s)
@@ -240,13 +261,48 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     }
     return EC_OK;
 }
+#endif /* EC_ECOC_TREES */
+
+/* ---- the learner kinds ------------------------------------------------------ */
+
+/* A learner kind: the value of learner_kind, its opener (its rules, after
+ * rules 1-8) and its symbols pass (every column's learner symbol on frame q
+ * into decision[0 .. m)). One entry per kind compiled in. */
+struct ecoc_learner {
+    uint8_t kind;
+    ec_status (*open)(const ec_image *img, ec_ecoc_state *mo);
+    ec_status (*symbols)(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+};
+
+#if EC_ECOC_LINEAR
+static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+#endif
+#if EC_ECOC_TREES
+static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+#endif
+
+static const EC_ROM ecoc_learner ecoc_learners[] = {
+#if EC_ECOC_LINEAR
+    {1u, open_linear, linear_symbols},
+#endif
+#if EC_ECOC_TREES
+    {2u, open_trees, tree_symbols},
+#endif
+    {0u, 0, 0} /* the end (and an element when neither is compiled in) */
+};
+
+/* The arrays of each learner kind (kind 1, then 2): NUL-terminated names, then
+ * an empty one. Rule 8 refuses the other kinds' arrays, compiled in or not. */
+static const EC_ROM char learner_arrays[] =
+    "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0\0"
+    "tree_root\0node_feature\0node_threshold\0node_left\0node_right\0";
 
 /* ---- ec_ecoc_open ---------------------------------------------------------- */
 
 static void clear_model(ec_ecoc_state *mo)
 {
     mo->n_classes = mo->n_columns = mo->n_symbols = mo->n_features = 0;
-    mo->learner_kind = 0;
+    mo->learner = 0;
     mo->lin_mode = 0;
     mo->code = 0;
     mo->unused_count = 0;
@@ -263,11 +319,6 @@ static void clear_model(ec_ecoc_state *mo)
     mo->trees.n_trees = mo->trees.n_nodes = mo->trees.n_leaves = mo->trees.n_features = 0;
 }
 
-/* the arrays of each learner kind: NUL-terminated names, then an empty one */
-static const EC_ROM char linear_arrays[] = "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0";
-static const EC_ROM char tree_arrays[] =
-    "tree_root\0node_feature\0node_threshold\0node_left\0node_right\0";
-
 static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
@@ -279,7 +330,8 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     int32_t n_sym, max_code;
     uint64_t total, sum;
     uint8_t kind;
-    const EC_ROM char *other;
+    const EC_ROM char *name;
+    const EC_ROM ecoc_learner *learner;
 
     /* rule 1: the code */
     if ((s = ec_image_require(img, EC_STR("code"), EC_I16, 2u, &a)) != EC_OK)
@@ -432,14 +484,19 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     kind = a.data[0];
     if (kind != 1u && kind != 2u)
         return EC_ERR_RULE;
-    mo->learner_kind = kind;
-    for (other = kind == 1u ? tree_arrays : linear_arrays; *other != 0; other++) {
-        if (ec_image_has(img, other))
-            return EC_ERR_RULE;
-        while (*other != 0) /* to the end of this name */
-            other++;
+    for (name = learner_arrays, j = 1u; j <= 2u; j++, name++) { /* kind j's names */
+        while (*name != 0) {
+            if (j != kind && ec_image_has(img, name))
+                return EC_ERR_RULE;
+            while (*name++ != 0) /* past this name */
+                ;
+        }
     }
-    return kind == 1u ? open_linear(img, mo, n_cls) : open_trees(img, mo);
+    for (learner = ecoc_learners; learner->kind != kind; learner++)
+        if (learner->kind == 0u)
+            return EC_ERR_KIND; /* this learner kind is not compiled in */
+    mo->learner = learner;
+    return learner->open(img, mo);
 }
 
 static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
@@ -462,6 +519,7 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
     return 0u;
 }
 
+#if EC_ECOC_LINEAR
 /* acc += x y for an int32 acc and int16 x, y whose partial sums stay in int32.
  * On AVR cores with a multiplier, the four 8 x 8-bit products added in place
  * (the signed multiply-accumulate of Atmel's application note AVR201): about
@@ -548,6 +606,49 @@ static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o
     }
 }
 
+/* Each column's symbol: the sign of its one score, or its first argmax. */
+static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
+{
+    uint32_t j, n = m->n_columns;
+    for (j = 0; j < n; j++) {
+        const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
+        int32_t k = m->col_n_out[j];
+        uint32_t o = (uint32_t)m->col_out_offset[j];
+        int32_t pick = 0;
+        if (k == 1) {
+            pick = linear_score(m, q, o) > 0;
+        } else if (k > 1) { /* first argmax */
+            int64_t top = linear_score(m, q, o);
+            int32_t t;
+            for (t = 1; t < k; t++) {
+                int64_t v = linear_score(m, q, o + (uint32_t)t);
+                if (v > top) {
+                    top = v;
+                    pick = t;
+                }
+            }
+        }
+        decision[j] = cls[pick];
+    }
+    return EC_OK;
+}
+#endif
+
+#if EC_ECOC_TREES
+/* Each column's symbol: the leaf its tree reaches. */
+static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
+{
+    uint32_t j, n = m->n_columns;
+    for (j = 0; j < n; j++) {
+        uint32_t sym = ec_trees_walk(&m->trees, q, j);
+        if (sym >= m->n_symbols) /* excluded by the layout rule */
+            return EC_ERR_RULE;
+        decision[j] = (int64_t)sym; /* the leaf is the symbol */
+    }
+    return EC_OK;
+}
+#endif
+
 static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
@@ -555,47 +656,19 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
     uint32_t c, n, j, r;
     int64_t *dist, best;
     int32_t arg;
+    ec_status s;
 
     (void)workspace;
     (void)workspace_bytes;
-    if (m->code == 0)
+    if (m->code == 0 || m->learner == 0)
         return EC_ERR_ARG;
     c = m->n_classes;
     n = m->n_columns;
     dist = decision + n;
 
     /* learner symbols -> decision[0 .. n) */
-    if (m->learner_kind == 1u) {
-        for (j = 0; j < n; j++) {
-            const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
-            int32_t k = m->col_n_out[j];
-            uint32_t o = (uint32_t)m->col_out_offset[j];
-            int32_t pick = 0;
-            if (k == 1) {
-                pick = linear_score(m, frame, o) > 0;
-            } else if (k > 1) { /* first argmax */
-                int64_t top = linear_score(m, frame, o);
-                int32_t t;
-                for (t = 1; t < k; t++) {
-                    int64_t v = linear_score(m, frame, o + (uint32_t)t);
-                    if (v > top) {
-                        top = v;
-                        pick = t;
-                    }
-                }
-            }
-            decision[j] = cls[pick];
-        }
-    } else if (m->learner_kind == 2u) {
-        for (j = 0; j < n; j++) {
-            uint32_t sym = ec_trees_walk(&m->trees, frame, j);
-            if (sym >= m->n_symbols) /* excluded by the layout rule */
-                return EC_ERR_RULE;
-            decision[j] = (int64_t)sym; /* the leaf is the symbol */
-        }
-    } else {
-        return EC_ERR_ARG;
-    }
+    if ((s = m->learner->symbols(m, frame, decision)) != EC_OK)
+        return s;
 
     /* doubled distances -> decision[n .. n + c), counted in 32 bits (at most
        2 n + unused_count) */
