@@ -688,8 +688,12 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
                 bits += pad;
                 used += pad;
             } else {
-                for (j = 0; j < n; j++, row++)
-                    cnt += *row >= 0 && *row != (int16_t)decision[j];
+                const EC_ROM int16_t *end = row + n;
+                const int64_t *dj = decision;
+                for (; row != end; row++, dj++) {
+                    int16_t v = *row;
+                    cnt += v >= 0 && v != (int16_t)*dj;
+                }
             }
             dd = 2u * cnt + (uint32_t)m->unused_count[r];
             dist[r] = (int64_t)dd;
