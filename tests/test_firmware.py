@@ -177,6 +177,26 @@ def test_one_kind_build_refuses_other_kinds_and_all_kinds_opens_every_kind(tmp_p
         write_firmware(images[0], tmp_path / "x", "host", kinds="nb")
 
 
+def test_one_learner_build_refuses_the_other_learner_kind(tmp_path):
+    """An ECOC firmware compiles in its model's learner kind only (ec_config.h:
+    EC_ECOC_LINEAR / EC_ECOC_TREES, issue 26): an image of the other learner
+    kind is refused with EC_ERR_KIND, not misread; kinds="all" opens both."""
+    _need("host")
+    lin, _ = _model("ecoc_linear_binary")
+    tree, _ = _model("ecoc_tree_3ary")
+    images = [lin.container.tobytes(), tree.container.tobytes()]
+    for i, want in ((0, "#define EC_ECOC_TREES 0"), (1, "#define EC_ECOC_LINEAR 0")):
+        d = tmp_path / str(i)
+        write_firmware(images[i], d, "host")
+        assert want in (d / "ec_config.h").read_text()
+        b = build_firmware(d, "host", probe=False)
+        verdicts = check_images(b.runner, images)
+        assert verdicts[i] == (True, "ok") and verdicts[1 - i] == (False, "error -9 kind")
+    write_firmware(images[0], tmp_path / "all", "host", kinds="all")
+    b = build_firmware(tmp_path / "all", "host", probe=False)
+    assert check_images(b.runner, images) == [(True, "ok"), (True, "ok")]
+
+
 def test_generated_makefile_builds_a_runner_that_agrees(tmp_path):
     """What a user runs by hand: `make -j2` in the generated directory."""
     _need("host")

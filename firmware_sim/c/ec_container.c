@@ -50,7 +50,7 @@ static int ec_mul32(uint32_t *acc, uint32_t b)
 }
 
 /* itemsize of a dtype code, 0 for an unknown code */
-static uint32_t ec_itemsize(uint32_t code)
+static uint32_t ec_itemsize(unsigned code)
 {
     switch (code) {
     case EC_U8: case EC_I8: return 1u;
@@ -116,7 +116,7 @@ static int ec_is_digit(uint8_t c)
 /* name: NUL-terminated within 32 bytes, NUL-padded, [A-Za-z_][A-Za-z0-9_]* */
 static int ec_name_ok(const EC_ROM uint8_t *name)
 {
-    uint32_t stop = EC_NAME_WIDTH, i;
+    unsigned stop = EC_NAME_WIDTH, i;   /* (below 32: any int width) */
     for (i = 0; i < EC_NAME_WIDTH; i++) {
         if (name[i] == 0u) { stop = i; break; }
     }
@@ -133,7 +133,7 @@ static int ec_name_ok(const EC_ROM uint8_t *name)
 
 static int ec_name_eq(const EC_ROM uint8_t *a, const EC_ROM uint8_t *b)
 {
-    uint32_t i;
+    unsigned i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
         if (a[i] != b[i]) return 0;
     }
@@ -143,7 +143,7 @@ static int ec_name_eq(const EC_ROM uint8_t *a, const EC_ROM uint8_t *b)
 /* a validated name field against a C string */
 static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 {
-    uint32_t i;
+    unsigned i;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
         uint8_t c = (uint8_t)name[i];
         if (field[i] != c) return 0;
@@ -160,26 +160,24 @@ static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c chec
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
 static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
 {
-    uint32_t i = 0u;
-    while (i < n) {
-        uint32_t c = p[i], len, k;
-        uint32_t lo = 0x80u, hi = 0xBFu;     /* range of the second byte */
-        if (c < 0x80u) { i++; continue; }
-        if (c >= 0xC2u && c <= 0xDFu) len = 2u;
+    const EC_ROM uint8_t *end = p + n;
+    while (p != end) {
+        uint8_t c = *p++, more;
+        uint8_t lo = 0x80u, hi = 0xBFu;      /* range of the second byte */
+        if (c < 0x80u) continue;
+        if (c >= 0xC2u && c <= 0xDFu) more = 1u;
         else if (c >= 0xE0u && c <= 0xEFu) {
-            len = 3u;
+            more = 2u;
             if (c == 0xE0u) lo = 0xA0u;          /* overlong */
             if (c == 0xEDu) hi = 0x9Fu;          /* surrogates */
         } else if (c >= 0xF0u && c <= 0xF4u) {
-            len = 4u;
+            more = 3u;
             if (c == 0xF0u) lo = 0x90u;          /* overlong */
             if (c == 0xF4u) hi = 0x8Fu;          /* above U+10FFFF */
         } else return 0;
-        if (n - i < len) return 0;
-        if (p[i + 1u] < lo || p[i + 1u] > hi) return 0;
-        for (k = 2u; k < len; k++)
-            if (p[i + k] < 0x80u || p[i + k] > 0xBFu) return 0;
-        i += len;
+        if (end - p < (ptrdiff_t)more) return 0;
+        for (; more != 0u; more--, p++, lo = 0x80u, hi = 0xBFu)   /* then 0x80..0xBF */
+            if (*p < lo || *p > hi) return 0;
     }
     return 1;
 }
@@ -189,6 +187,7 @@ EC_AVR_WORKAROUND
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
     uint32_t total, n, i, j, crc, data_start, last_end, cursor, nonempty;
+    unsigned b;   /* below 8 */
     const EC_ROM uint8_t *e;
     const uint16_t one = 1u;
 
@@ -206,13 +205,13 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     /* 1-2. header length and magic (a short buffer whose bytes are not a
        prefix of the magic is "bad magic", as in read_container) */
     if (size < EC_HEADER_SIZE) {
-        for (i = 0; i < size && i < 8u; i++) {
-            if (buf[i] != ec_magic[i]) return EC_ERR_MAGIC;
+        for (b = 0; b < size && b < 8u; b++) {
+            if (buf[b] != ec_magic[b]) return EC_ERR_MAGIC;
         }
         return EC_ERR_TRUNCATED;
     }
-    for (i = 0; i < 8u; i++) {
-        if (buf[i] != ec_magic[i]) return EC_ERR_MAGIC;
+    for (b = 0; b < 8u; b++) {
+        if (buf[b] != ec_magic[b]) return EC_ERR_MAGIC;
     }
     /* 3. version */
     if (rd16(buf + 8) != 1u) return EC_ERR_VERSION;
@@ -241,7 +240,8 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     last_end = data_start;
     nonempty = 0u;
     for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
-        uint32_t code, ndim, itemsize, k, offset, nbytes, expected;
+        uint32_t itemsize, offset, nbytes, expected;
+        unsigned code, ndim, k;   /* below 256 */
         int zero_dim = 0, too_big = 0;
         if (!ec_name_ok(e)) return EC_ERR_TABLE;
         {
@@ -365,7 +365,8 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 EC_AVR_WORKAROUND
 ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
-    uint32_t i, k;
+    uint32_t i;
+    unsigned k;
     if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
     for (i = 0; i < img->n_arrays; i++) {
         const EC_ROM uint8_t *e = ec_entry(img->base, i);

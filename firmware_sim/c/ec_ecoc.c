@@ -23,6 +23,13 @@
  * take the narrowest exact arithmetic the image allows (EC_LIN_*, chosen in
  * rule 10's pass; docs/firmware.md, "Narrow arithmetic").
  *
+ * The learner kinds are a table (ecoc_learners below: each kind's opener
+ * and its symbols pass), compiled in by EC_ECOC_LINEAR and EC_ECOC_TREES
+ * (ec_config.h or -D; both 1 by default; `edgecode firmware` writes the
+ * model's learner kind only, issue 26): an image whose learner kind is not
+ * compiled in is refused with EC_ERR_KIND once the rules both kinds share
+ * (1-8) hold.
+ *
  * C99, <stdint.h>/<stddef.h> only, no floats, no recursion, no malloc; on
  * AVR one inline-assembly multiply-accumulate (EC_MAC16).
  * Arrays are read through typed pointers into the image (16-byte aligned,
@@ -30,6 +37,16 @@
  */
 #include "ec_kind.h"
 #include "ec_trees.h"
+
+/* the learner kinds compiled in (1: yes); without a setting, both */
+#ifndef EC_ECOC_LINEAR
+#define EC_ECOC_LINEAR 1
+#endif
+#ifndef EC_ECOC_TREES
+#define EC_ECOC_TREES 1
+#endif
+
+typedef struct ecoc_learner ecoc_learner;
 
 /* the fields of an opened model (model->state) */
 typedef struct {
@@ -49,7 +66,7 @@ typedef struct {
     uint32_t n_classes, n_columns, n_symbols, n_features;
     uint32_t code_words;
     uint32_t n_outputs;                   /* k                                 */
-    uint8_t learner_kind;                 /* 1 linear, 2 tree                  */
+    const EC_ROM ecoc_learner *learner;   /* its kind's entry of ecoc_learners */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
 EC_STATE_FITS(ec_ecoc_state);
@@ -67,14 +84,44 @@ EC_STATE_FITS(ec_ecoc_state);
 
 /* ---- array access -------------------------------------------------------- */
 
-/* One-dimensional array of exactly `n` entries. */
-static ec_status get_vector(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
-                            uint64_t n, ec_array *a)
+/* The loop bounds, sizes and offsets of the rules are uint32: ec_image_open has
+ * checked that every array lies inside the image, whose total_size is a uint32,
+ * so an array of n entries of b bytes has n b < 2^32 (the code (c, m): c m <
+ * 2^31 entries; in_center: d < 2^29; col_classes: fewer than 2^31 symbols;
+ * lin_bias: k < 2^29). A running sum is compared with such a bound before
+ * it could wrap. */
+#define EC_ANY 0xFFFFFFFFu /* any length (no array has 2^32 - 1 entries of >= 2 bytes) */
+
+/* Array `name` of `dtype`, shape (n0,) or, with n1 given, (n0, n1); EC_ANY
+ * accepts any length. EC_ERR_SCHEMA unless so. */
+static ec_status get_array(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
+                           uint32_t n0, uint32_t n1, ec_array *a)
 {
-    ec_status s = ec_image_require(img, name, dtype, 1u, a);
+    ec_status s = ec_image_require(img, name, dtype, n1 == 0u ? 1u : 2u, a);
     if (s != EC_OK)
         return s;
-    return (uint64_t)a->shape[0] == n ? EC_OK : EC_ERR_SCHEMA;
+    if ((n0 != EC_ANY && a->shape[0] != n0) || (n1 != 0u && n1 != EC_ANY && a->shape[1] != n1))
+        return EC_ERR_SCHEMA;
+    return EC_OK;
+}
+#define get_vector(img, name, dtype, n, a) get_array(img, name, dtype, n, 0u, a)
+
+/* Rules 4 and 9: off[j] is cnt[0] + .. + cnt[j - 1] for every column j < m and
+ * the m counts add up to `total` (< 2^31); each count in [0, 32768] (the
+ * caller's rule), so the sum, compared with total at every step, never wraps. */
+static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt, uint32_t m,
+                           uint32_t total)
+{
+    const EC_ROM int32_t *end = off + m;
+    uint32_t sum = 0u;
+    for (; off != end; off++, cnt++) {
+        if ((uint32_t)*off != sum)
+            return 0;
+        sum += (uint32_t)*cnt;
+        if (sum > total)
+            return 0;
+    }
+    return sum == total;
 }
 
 #define AS(type, arr) ((const EC_ROM type *)(const EC_ROM void *)(arr).data)
@@ -87,13 +134,14 @@ static uint8_t popcount8(uint8_t x)
     return (uint8_t)((x + (x >> 4)) & 0x0Fu);
 }
 
+/* ---- linear learners (rules 9, 10) ---------------------------------------- */
+#if EC_ECOC_LINEAR
+
 /* |v| of an int64 as uint64 (2^63 for INT64_MIN). */
 static uint64_t abs64(int64_t v)
 {
     return v < 0 ? (uint64_t)(-(v + 1)) + 1u : (uint64_t)v;
 }
-
-/* ---- linear learners (rules 9, 10) ---------------------------------------- */
 
 /* sum_f |p[f stride]| for d entries (in two 32-bit words: < d 2^31), and
  * *mode = EC_LIN_WIDE when one of them is outside int16. Its own function,
@@ -120,21 +168,19 @@ static uint64_t column_abs_sum(const EC_ROM int32_t *p, uint32_t d, uint32_t str
     return ((uint64_t)hi << 32) | lo;
 }
 
-static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_ROM int32_t *n_cls)
+static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
 {
+    const EC_ROM int32_t *n_cls = mo->col_n_cls;
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
     const EC_ROM int32_t *w, *n_out, *out_off;
     const EC_ROM int64_t *b;
     uint32_t m = mo->n_columns, d = mo->n_features, k, j, o;
-    uint64_t sum;
     uint8_t mode;
 
-    if ((s = ec_image_require(img, EC_STR("lin_weights"), EC_I32, 2u, &a)) != EC_OK)
+    if ((s = get_array(img, EC_STR("lin_weights"), EC_I32, d, EC_ANY, &a)) != EC_OK)
         return s;
-    if ((uint64_t)a.shape[0] != d)
-        return EC_ERR_SCHEMA;
-    k = a.shape[1];
+    k = a.shape[1]; /* 4 d k < 2^32 */
     w = AS(int32_t, a);
     if ((s = get_vector(img, EC_STR("lin_bias"), EC_I64, k, &a)) != EC_OK)
         return s;
@@ -146,24 +192,17 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
         return s;
     out_off = AS(int32_t, a);
 
-    /* 0 scores: constant learner; 1: sign (two symbols); else one per symbol */
+    /* 0 scores: constant learner; 1: sign (two symbols); else one per symbol
+     * (so each count is in [0, 32768]); the counts add up to k, the offsets
+     * are their running sums */
     for (j = 0; j < m; j++) {
         int32_t nc = n_cls[j], no = n_out[j];
         int ok = nc == 1 ? no == 0 : (no == nc || (nc == 2 && no == 1));
         if (!ok)
             return EC_ERR_RULE;
     }
-    sum = 0;
-    for (j = 0; j < m; j++)
-        sum += (uint64_t)n_out[j]; /* each in [0, 32767] */
-    if (sum != (uint64_t)k)
+    if (!running_sums_ok(out_off, n_out, m, k))
         return EC_ERR_RULE;
-    sum = 0;
-    for (j = 0; j < m; j++) {
-        if ((int64_t)out_off[j] != (int64_t)sum)
-            return EC_ERR_RULE;
-        sum += (uint64_t)n_out[j];
-    }
     /* |lin_bias[o]| + 32768 sum_f |lin_weights[f, o]| <= 2^63 - 1; the sum is
      * below d 2^31 < 2^61 (d 8-byte in_center entries fit a 4 GiB file). The
      * same pass picks the arithmetic of the scores (EC_LIN_*). */
@@ -183,8 +222,10 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo, const EC_RO
     mo->n_outputs = k;
     return EC_OK;
 }
+#endif /* EC_ECOC_LINEAR */
 
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
+#if EC_ECOC_TREES
 
 /* 1 if symbol s is one of the column's learner symbols cls[0 .. n). */
 static int has_symbol(const EC_ROM int16_t *cls, int32_t n, uint32_t s)
@@ -240,49 +281,69 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     }
     return EC_OK;
 }
+#endif /* EC_ECOC_TREES */
+
+/* ---- the learner kinds ------------------------------------------------------ */
+
+/* A learner kind: the value of learner_kind, its opener (its rules, after
+ * rules 1-8) and its symbols pass (every column's learner symbol on frame q
+ * into decision[0 .. m)). One entry per kind compiled in. */
+struct ecoc_learner {
+    uint8_t kind;
+    ec_status (*open)(const ec_image *img, ec_ecoc_state *mo);
+    ec_status (*symbols)(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+};
+
+#if EC_ECOC_LINEAR
+static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+#endif
+#if EC_ECOC_TREES
+static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision);
+#endif
+
+static const EC_ROM ecoc_learner ecoc_learners[] = {
+#if EC_ECOC_LINEAR
+    {1u, open_linear, linear_symbols},
+#endif
+#if EC_ECOC_TREES
+    {2u, open_trees, tree_symbols},
+#endif
+    {0u, 0, 0} /* the end (and an element when neither is compiled in) */
+};
+
+/* The arrays of each learner kind (kind 1, then 2): NUL-terminated names, then
+ * an empty one. Rule 8 refuses the other kinds' arrays, compiled in or not. */
+static const EC_ROM char learner_arrays[] =
+    "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0\0"
+    "tree_root\0node_feature\0node_threshold\0node_left\0node_right\0";
 
 /* ---- ec_ecoc_open ---------------------------------------------------------- */
 
+/* Every size 0, every pointer NULL (all bits zero on every target of the
+ * runtime), a byte at a time: no temporary state on the stack. */
 static void clear_model(ec_ecoc_state *mo)
 {
-    mo->n_classes = mo->n_columns = mo->n_symbols = mo->n_features = 0;
-    mo->learner_kind = 0;
-    mo->lin_mode = 0;
-    mo->code = 0;
-    mo->unused_count = 0;
-    mo->col_cls_offset = mo->col_n_cls = 0;
-    mo->col_classes = 0;
-    mo->code_bits = mo->code_used = 0;
-    mo->code_words = 0;
-    mo->lin_weights = 0;
-    mo->lin_bias = 0;
-    mo->col_out_offset = mo->col_n_out = 0;
-    mo->n_outputs = 0;
-    mo->trees.root = mo->trees.feature = mo->trees.left = mo->trees.right = 0;
-    mo->trees.threshold = 0;
-    mo->trees.n_trees = mo->trees.n_nodes = mo->trees.n_leaves = mo->trees.n_features = 0;
+    unsigned char *p = (unsigned char *)(void *)mo, *end = p + sizeof *mo;
+    for (; p != end; p++)
+        *p = 0u;
 }
 
-/* the arrays of each learner kind: NUL-terminated names, then an empty one */
-static const EC_ROM char linear_arrays[] = "lin_weights\0lin_bias\0col_out_offset\0col_n_out\0";
-static const EC_ROM char tree_arrays[] =
-    "tree_root\0node_feature\0node_threshold\0node_left\0node_right\0";
-
-static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
+static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
-    const EC_ROM int16_t *code, *cls;
-    const EC_ROM int32_t *unused, *n_cls, *cls_off;
+    const EC_ROM int16_t *code, *cls, *e, *end;
+    const EC_ROM int32_t *unused, *n_cls, *cls_off, *p, *pend;
     const EC_ROM uint64_t *center;
-    uint32_t c, m, d, r, j, words;
-    int32_t n_sym, max_code;
-    uint64_t total, sum;
-    uint8_t kind;
-    const EC_ROM char *other;
+    uint32_t c, m, d, r, words, total;
+    int32_t n_sym;
+    int16_t max_code; /* then N - 1 (N <= 32768) */
+    uint8_t kind, lk;
+    const EC_ROM char *name;
+    const EC_ROM ecoc_learner *learner;
 
     /* rule 1: the code */
-    if ((s = ec_image_require(img, EC_STR("code"), EC_I16, 2u, &a)) != EC_OK)
+    if ((s = get_array(img, EC_STR("code"), EC_I16, EC_ANY, EC_ANY, &a)) != EC_OK)
         return s;
     c = a.shape[0];
     m = a.shape[1];
@@ -290,73 +351,59 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     if (c < 2u || m < 1u)
         return EC_ERR_RULE;
     max_code = -1;
-    {
-        const EC_ROM int16_t *e = code, *end = code + (uint32_t)c * m;
-        for (; e != end; e++) {
-            int16_t v = *e;
-            if (v < -1)
-                return EC_ERR_RULE;
-            if (v > max_code)
-                max_code = v;
-        }
+    for (e = code, end = code + c * m; e != end; e++) { /* c m < 2^31 */
+        int16_t v = *e;
+        if (v < -1)
+            return EC_ERR_RULE;
+        if (v > max_code)
+            max_code = v;
     }
-    /* rule 2: the alphabet */
+    /* rule 2: the alphabet (N <= 32768) */
     if ((s = get_vector(img, EC_STR("n_symbols"), EC_I32, 1u, &a)) != EC_OK)
         return s;
     n_sym = AS(int32_t, a)[0];
-    if (n_sym != (max_code + 1 > 2 ? max_code + 1 : 2))
+    if (max_code < 1)
+        max_code = 1;
+    if (n_sym != (int32_t)max_code + 1)
         return EC_ERR_RULE;
     /* rule 3: unused entries per row */
     if ((s = get_vector(img, EC_STR("unused_count"), EC_I32, c, &a)) != EC_OK)
         return s;
     unused = AS(int32_t, a);
-    for (r = 0; r < c; r++) {
+    for (p = unused, pend = unused + c, e = code; p != pend; p++) {
         int32_t cnt = 0;
-        for (j = 0; j < m; j++)
-            cnt += code[(uint32_t)r * m + j] < 0;
-        if (unused[r] != cnt)
+        for (end = e + m; e != end; e++)
+            if (*e == -1) /* (rule 1: no entry below -1) */
+                cnt++;
+        if (*p != cnt)
             return EC_ERR_RULE;
     }
-    /* rule 4: learner symbol counts, their table and its running offsets */
+    /* rules 4 and 5: learner symbol counts in [1, N], their table (the counts'
+     * sum of int16 symbols) and its running offsets; each column's symbols in
+     * [0, N), strictly increasing: one pass, the table read in order */
     if ((s = get_vector(img, EC_STR("col_n_cls"), EC_I32, m, &a)) != EC_OK)
         return s;
     n_cls = AS(int32_t, a);
-    total = 0;
-    for (j = 0; j < m; j++) {
-        if (n_cls[j] < 1 || n_cls[j] > n_sym)
-            return EC_ERR_RULE;
-        total += (uint64_t)n_cls[j];
-    }
-    if ((s = get_vector(img, EC_STR("col_classes"), EC_I16, total, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("col_classes"), EC_I16, EC_ANY, &a)) != EC_OK)
         return s;
     cls = AS(int16_t, a);
+    total = a.shape[0];
     if ((s = get_vector(img, EC_STR("col_cls_offset"), EC_I32, m, &a)) != EC_OK)
         return s;
     cls_off = AS(int32_t, a);
-    sum = 0;
-    for (j = 0; j < m; j++) {
-        if ((int64_t)cls_off[j] != (int64_t)sum)
+    for (p = n_cls, pend = n_cls + m; p != pend; p++)
+        if (*p < 1 || *p > n_sym)
             return EC_ERR_RULE;
-        sum += (uint64_t)n_cls[j];
-    }
-    /* rule 5: symbols in [0, N), strictly increasing within a column */
-    for (j = 0; j < m; j++) {
-        const EC_ROM int16_t *col = cls + cls_off[j];
-        int32_t t;
-        for (t = 0; t < n_cls[j]; t++) {
-            if (col[t] < 0 || col[t] >= n_sym)
-                return EC_ERR_RULE;
-        }
-    }
-    for (j = 0; j < m; j++) {
-        const EC_ROM int16_t *col = cls + cls_off[j];
-        int32_t t;
-        for (t = 1; t < n_cls[j]; t++)
-            if (col[t] <= col[t - 1])
+    if (!running_sums_ok(cls_off, n_cls, m, total))
+        return EC_ERR_RULE;
+    for (p = n_cls, e = cls; p != pend; p++) { /* e: the column's symbols, in the table */
+        const EC_ROM int16_t *first = e;
+        for (end = e + *p; e != end; e++)
+            if (*e < 0 || *e > max_code || (e != first && *e <= e[-1]))
                 return EC_ERR_RULE;
     }
     /* rule 6: the input quantizer (host side; only finiteness matters here) */
-    if ((s = ec_image_require(img, EC_STR("in_center"), EC_F64, 1u, &a)) != EC_OK)
+    if ((s = get_vector(img, EC_STR("in_center"), EC_F64, EC_ANY, &a)) != EC_OK)
         return s;
     d = a.shape[0];
     center = AS(uint64_t, a);
@@ -364,9 +411,10 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
         return EC_ERR_RULE;
     {   /* NaN or infinity: exponent bits 52..62 all set, i.e. bits 4..14 of
            the top 16-bit half (little-endian) */
-        const EC_ROM uint16_t *top = (const EC_ROM uint16_t *)(const EC_ROM void *)center;
-        for (j = 0; j < d; j++)
-            if ((top[4u * j + 3u] & 0x7FF0u) == 0x7FF0u)
+        const EC_ROM uint16_t *top = (const EC_ROM uint16_t *)(const EC_ROM void *)center + 3;
+        const EC_ROM uint16_t *top_end = top + 4u * d;
+        for (; top != top_end; top += 4)
+            if ((*top & 0x7FF0u) == 0x7FF0u)
                 return EC_ERR_RULE;
     }
     if ((s = get_vector(img, EC_STR("in_shift"), EC_I8, d, &a)) != EC_OK)
@@ -386,42 +434,36 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
 
     /* rule 7: the packed binary code, only for N = 2 */
     if (n_sym == 2) {
-        const EC_ROM uint64_t *bits, *used;
-        words = (uint32_t)(((uint64_t)m + 63u) / 64u);
-        if ((s = ec_image_require(img, EC_STR("code_bits"), EC_U64, 2u, &a)) != EC_OK)
+        const EC_ROM uint8_t *pb, *pu; /* the rows as bytes (little-endian words) */
+        uint32_t nbytes;
+        words = (m + 63u) / 64u; /* m < 2^31 */
+        if ((s = get_array(img, EC_STR("code_bits"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        if (a.shape[0] != c || a.shape[1] != words)
-            return EC_ERR_SCHEMA;
-        bits = AS(uint64_t, a);
-        if ((s = ec_image_require(img, EC_STR("code_used"), EC_U64, 2u, &a)) != EC_OK)
+        mo->code_bits = AS(uint64_t, a);
+        pb = a.data;
+        if ((s = get_array(img, EC_STR("code_used"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        if (a.shape[0] != c || a.shape[1] != words)
-            return EC_ERR_SCHEMA;
-        used = AS(uint64_t, a);
-        {   /* the rows as bytes (little-endian words): bit j of a row is bit
-               j % 8 of its byte j / 8; the bits from m to 64 words are 0 */
-            const EC_ROM uint8_t *pb = (const EC_ROM uint8_t *)(const EC_ROM void *)bits;
-            const EC_ROM uint8_t *pu = (const EC_ROM uint8_t *)(const EC_ROM void *)used;
-            const EC_ROM int16_t *row = code;
-            uint32_t nbytes = 8u * words, b;
-            for (r = 0; r < c; r++, row += m, pb += nbytes, pu += nbytes) {
-                for (b = 0, j = 0; b < nbytes; b++) {   /* a byte of 8 columns */
-                    uint8_t want_b = 0u, want_u = 0u, bit;
-                    for (bit = 1u; bit != 0u && j < m; bit = (uint8_t)(bit << 1), j++) {
-                        int32_t v = row[j];
-                        if (v == 1)
-                            want_b |= bit;
-                        if (v != -1)
-                            want_u |= bit;
-                    }
-                    if (pb[b] != want_b || pu[b] != want_u)
-                        return EC_ERR_RULE;
+        mo->code_used = AS(uint64_t, a);
+        pu = a.data;
+        mo->code_words = words;
+        /* bit j of a row is bit j % 8 of its byte j / 8; the bits from m to 64
+           words are 0 */
+        nbytes = 8u * words;
+        for (r = 0, e = code; r < c; r++) {
+            const EC_ROM int16_t *row_end = e + m;
+            const EC_ROM uint8_t *pb_end = pb + nbytes;
+            for (; pb != pb_end; pb++, pu++) {   /* a byte of 8 columns */
+                uint8_t want_b = 0u, want_u = 0u, bit;
+                for (bit = 1u; bit != 0u && e != row_end; bit = (uint8_t)(bit << 1), e++) {
+                    if (*e == 1)
+                        want_b |= bit;
+                    if (*e != -1)
+                        want_u |= bit;
                 }
+                if (*pb != want_b || *pu != want_u)
+                    return EC_ERR_RULE;
             }
         }
-        mo->code_bits = bits;
-        mo->code_used = used;
-        mo->code_words = words;
     } else if (ec_image_has(img, EC_STR("code_bits")) || ec_image_has(img, EC_STR("code_used"))) {
         return EC_ERR_RULE;
     }
@@ -432,14 +474,19 @@ static ec_status open_checked(const ec_image *img, ec_ecoc_state *mo)
     kind = a.data[0];
     if (kind != 1u && kind != 2u)
         return EC_ERR_RULE;
-    mo->learner_kind = kind;
-    for (other = kind == 1u ? tree_arrays : linear_arrays; *other != 0; other++) {
-        if (ec_image_has(img, other))
-            return EC_ERR_RULE;
-        while (*other != 0) /* to the end of this name */
-            other++;
+    for (name = learner_arrays, lk = 1u; lk <= 2u; lk++, name++) { /* kind lk's names */
+        while (*name != 0) {
+            if (lk != kind && ec_image_has(img, name))
+                return EC_ERR_RULE;
+            while (*name++ != 0) /* past this name */
+                ;
+        }
     }
-    return kind == 1u ? open_linear(img, mo, n_cls) : open_trees(img, mo);
+    for (learner = ecoc_learners; learner->kind != kind; learner++)
+        if (learner->kind == 0u)
+            return EC_ERR_KIND; /* this learner kind is not compiled in */
+    mo->learner = learner;
+    return EC_OK;
 }
 
 static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_classes)
@@ -447,7 +494,9 @@ static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
     ec_ecoc_state *m = EC_STATE(ec_ecoc_state, model);
     ec_status s;
     clear_model(m);
-    s = open_checked(img, m);
+    s = open_checked(img, m); /* rules 1-8, then the learner kind's (one frame at a time) */
+    if (s == EC_OK)
+        s = m->learner->open(img, m);
     if (s != EC_OK)
         clear_model(m);
     *n_classes = m->n_classes;
@@ -462,6 +511,7 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
     return 0u;
 }
 
+#if EC_ECOC_LINEAR
 /* acc += x y for an int32 acc and int16 x, y whose partial sums stay in int32.
  * On AVR cores with a multiplier, the four 8 x 8-bit products added in place
  * (the signed multiply-accumulate of Atmel's application note AVR201): about
@@ -548,92 +598,111 @@ static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o
     }
 }
 
+/* Each column's symbol: the sign of its one score, or its first argmax. */
+static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
+{
+    uint32_t j, n = m->n_columns;
+    for (j = 0; j < n; j++) {
+        const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
+        int32_t k = m->col_n_out[j];
+        uint32_t o = (uint32_t)m->col_out_offset[j];
+        int32_t pick = 0;
+        if (k == 1) {
+            pick = linear_score(m, q, o) > 0;
+        } else if (k > 1) { /* first argmax */
+            int64_t top = linear_score(m, q, o);
+            int32_t t;
+            for (t = 1; t < k; t++) {
+                int64_t v = linear_score(m, q, o + (uint32_t)t);
+                if (v > top) {
+                    top = v;
+                    pick = t;
+                }
+            }
+        }
+        decision[j] = cls[pick];
+    }
+    return EC_OK;
+}
+#endif
+
+#if EC_ECOC_TREES
+/* Each column's symbol: the leaf its tree reaches. */
+static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
+{
+    uint32_t j, n = m->n_columns;
+    for (j = 0; j < n; j++) {
+        uint32_t sym = ec_trees_walk(&m->trees, q, j);
+        if (sym >= m->n_symbols) /* excluded by the layout rule */
+            return EC_ERR_RULE;
+        decision[j] = (int64_t)sym; /* the leaf is the symbol */
+    }
+    return EC_OK;
+}
+#endif
+
 static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t c, n, j, r;
-    int64_t *dist, best;
+    uint32_t c, n, j, r, best;
+    int64_t *dist;
     int32_t arg;
+    ec_status s;
 
     (void)workspace;
     (void)workspace_bytes;
-    if (m->code == 0)
+    if (m->code == 0 || m->learner == 0)
         return EC_ERR_ARG;
     c = m->n_classes;
     n = m->n_columns;
     dist = decision + n;
 
     /* learner symbols -> decision[0 .. n) */
-    if (m->learner_kind == 1u) {
-        for (j = 0; j < n; j++) {
-            const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
-            int32_t k = m->col_n_out[j];
-            uint32_t o = (uint32_t)m->col_out_offset[j];
-            int32_t pick = 0;
-            if (k == 1) {
-                pick = linear_score(m, frame, o) > 0;
-            } else if (k > 1) { /* first argmax */
-                int64_t top = linear_score(m, frame, o);
-                int32_t t;
-                for (t = 1; t < k; t++) {
-                    int64_t v = linear_score(m, frame, o + (uint32_t)t);
-                    if (v > top) {
-                        top = v;
-                        pick = t;
-                    }
-                }
-            }
-            decision[j] = cls[pick];
-        }
-    } else if (m->learner_kind == 2u) {
-        for (j = 0; j < n; j++) {
-            uint32_t sym = ec_trees_walk(&m->trees, frame, j);
-            if (sym >= m->n_symbols) /* excluded by the layout rule */
-                return EC_ERR_RULE;
-            decision[j] = (int64_t)sym; /* the leaf is the symbol */
-        }
-    } else {
-        return EC_ERR_ARG;
-    }
+    if ((s = m->learner->symbols(m, frame, decision)) != EC_OK)
+        return s;
 
-    /* doubled distances -> decision[n .. n + c), counted in 32 bits (at most
-       2 n + unused_count) */
-    if (m->n_symbols == 2u && m->code_bits != 0) {
-        /* the packed rows as bytes (little-endian words: byte b of a row holds
-           columns 8b .. 8b + 7); the learners' bits packed a byte at a time */
-        uint32_t row_bytes = 8u * m->code_words;
+    /* doubled distances -> decision[n .. n + c) and the first class with the
+       smallest, in 32 bits: 2 cnt + unused_count[r] <= 2 n <= 2^32 - 2 (the
+       unused entries are never counted; n < 2^31, rule 1), below best's start */
+    {
+        /* N = 2: the packed rows as bytes (little-endian words: byte b of a row
+           holds columns 8b .. 8b + 7), the learners' bits (0 or 1) packed a
+           byte at a time; else the code's int16 rows */
         const EC_ROM uint8_t *bits = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_bits;
         const EC_ROM uint8_t *used = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_used;
-        for (r = 0; r < c; r++, bits += row_bytes, used += row_bytes) {
-            uint32_t cnt = 0u, b;
-            for (j = 0, b = 0; j < n; b++) {
-                uint8_t w = 0u, bit;
-                for (bit = 1u; bit != 0u && j < n; bit = (uint8_t)(bit << 1), j++)
-                    if (decision[j] != 0)
-                        w |= bit;
-                cnt += popcount8((uint8_t)((w ^ bits[b]) & used[b]));
-            }
-            dist[r] = 2 * (int64_t)cnt + m->unused_count[r];
-        }
-    } else {
+        const EC_ROM int16_t *row = m->code;
+        uint32_t pad = 8u * m->code_words - (n + 7u) / 8u; /* the row bytes past column n */
+        best = 0xFFFFFFFFu;
+        arg = 0;
         for (r = 0; r < c; r++) {
-            const EC_ROM int16_t *row = m->code + (uint32_t)r * n;
-            uint32_t cnt = 0u;
-            for (j = 0; j < n; j++)
-                cnt += row[j] >= 0 && row[j] != (int16_t)decision[j];
-            dist[r] = 2 * (int64_t)cnt + m->unused_count[r];
+            uint32_t cnt = 0u, dd;
+            if (bits != 0) {
+                for (j = 0; j < n; bits++, used++) {
+                    uint8_t w = 0u, bit;
+                    for (bit = 1u; bit != 0u && j < n; bit = (uint8_t)(bit << 1), j++)
+                        if ((uint8_t)decision[j] != 0u)
+                            w |= bit;
+                    cnt += popcount8((uint8_t)((w ^ *bits) & *used));
+                }
+                bits += pad;
+                used += pad;
+            } else {
+                const EC_ROM int16_t *end = row + n;
+                const int64_t *dj = decision;
+                for (; row != end; row++, dj++) {
+                    int16_t v = *row;
+                    cnt += v >= 0 && v != (int16_t)*dj;
+                }
+            }
+            dd = 2u * cnt + (uint32_t)m->unused_count[r];
+            dist[r] = (int64_t)dd;
+            if (dd < best) {
+                best = dd;
+                arg = (int32_t)r;
+            }
         }
     }
-
-    /* the first class with the smallest distance */
-    arg = 0;
-    best = dist[0];
-    for (r = 1; r < c; r++)
-        if (dist[r] < best) {
-            best = dist[r];
-            arg = (int32_t)r;
-        }
     *label = arg;
     return EC_OK;
 }

@@ -143,9 +143,10 @@ static inline EC_AVR_WORKAROUND int ec_trees_layout_ok(const ec_trees *m)
             if (sp == 0u)
                 break;
             sp--;
-            /* the pending right child must be the node after the left subtree */
-            if ((uint64_t)st_node[sp] + 1u +
-                    (uint64_t)(ec_trees_rd(m->right, rb, st_node[sp]) - L) != (uint64_t)pos)
+            /* the pending right child must be the node after the left subtree:
+               its reference r - L is pos - 1 - st_node (pos > st_node: the left
+               subtree's nodes were visited; 32-bit, no sum that could wrap) */
+            if (ec_trees_rd(m->right, rb, st_node[sp]) - L != pos - 1u - st_node[sp])
                 return 0;
             cur = pos;
             level = st_level[sp];

@@ -34,7 +34,9 @@ typedef enum {
     EC_ERR_CRC = -7,        /* CRC-32 mismatch                                */
     EC_ERR_TABLE = -8,      /* table entry: name, dtype, ndim, shape, offset,
                                nbytes, overlap, padding not zero             */
-    EC_ERR_KIND = -9,       /* kind code has no runtime                       */
+    EC_ERR_KIND = -9,       /* kind code has no runtime, or the image's form of
+                               its kind is not compiled in (forest node widths,
+                               ECOC learner kind: ec_config.h)                */
     EC_ERR_SCHEMA = -10,    /* missing array, wrong dtype or shape            */
     EC_ERR_RULE = -11,      /* a consistency rule of the kind is broken      */
     EC_ERR_FRAME = -12,     /* frame value the device cannot read (NB: not 0/1) */

@@ -583,6 +583,14 @@ class ECOCDevice(Device):
         class)."""
         return (("symbols", self.n_columns), ("distances", self.n_classes))
 
+    def c_defines(self):
+        """``ec_config.h`` settings of a firmware written for this model alone: only
+        its learner kind's code (open checks and inference, ``ec_ecoc.c``) is
+        compiled in; an image of the other learner kind is then refused with
+        ``EC_ERR_KIND`` (issue 26)."""
+        linear = self.learner_kind == "linear"
+        return {"EC_ECOC_LINEAR": int(linear), "EC_ECOC_TREES": int(not linear)}
+
     def c_inline(self, stamp, form="code"):
         """Tree learners as C code (``edgecode firmware --trees inline``, form
         ``"code"``, or ``--trees arrays``: :mod:`firmware_sim.c_inline`, the
