@@ -370,7 +370,8 @@ class BudgetResult:
                 lines.append(f"baseline {b['name']}: {b['note']}")
                 continue
             lines.append(f"baseline {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} "
-                         f"under noise at {b['flash_bytes']} B flash ({b['note']}); the "
+                         f"under noise at {b['flash_bytes']} B flash ({_from(b, s)}"
+                         f"{b['note']}); the "
                          f"recommendation gains {b['gain']:+.4f}")
         if s.get("strategy") == "grow":
             lines.append(f"grown in {len(s['rounds'])} rounds; stopped: {s['stop_reason']}")
@@ -423,8 +424,8 @@ class BudgetResult:
                 out.append(f"- {b['name']}: {b['note']}")
             else:
                 out.append(f"- {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} under "
-                           f"noise at {b['flash_bytes']} B ({b['note']}): the recommendation "
-                           f"gains {b['gain']:+.4f}")
+                           f"noise at {b['flash_bytes']} B ({_from(b, s)}{b['note']}): the "
+                           f"recommendation gains {b['gain']:+.4f}")
         share = f" ({100.0 * r['flash_bytes'] / lim:.0f}% of the {lim} B limit)" if lim else ""
         out += ["", "## Why this point", "",
                 f"{r['label']} is the most accurate configuration under noise on the front: "
@@ -521,7 +522,10 @@ class BudgetResult:
         ax.set_xticks(ticks)
         ax.set_xticklabels([_kb(t) for t in ticks], fontsize=8)
         ax.minorticks_off()
-        ax.set_xlabel(f"flash (KB, {s['memory_source']}; profile {s['profile']})")
+        fc = s.get("front_costs") or {}
+        src = (f"front built for {fc['target']}, the rest {s['memory_source']}"
+               if fc.get("memory_source") == "build" else s["memory_source"])
+        ax.set_xlabel(f"flash (KB, {src}; profile {s['profile']})")
         ax.set_ylabel("accuracy under noise")
         ax.set_title(title or f"{s['data']}: {s['fault_label']}", fontsize=10)
         ax.legend(fontsize=7, loc="lower right")
@@ -537,6 +541,13 @@ def _cycles_from(e):
     src = e.get("cycles_source", "estimate")
     n = e.get("cycles_frames")
     return src + (f" ({n} frames)" if n else " (worst case)" if src == "estimate" else "")
+
+
+def _from(b, s):
+    """``profile estimate; `` before a baseline's note when the front was built and
+    the baseline's flash is not (empty otherwise)."""
+    built = (s.get("front_costs") or {}).get("memory_source") == "build"
+    return "profile estimate; " if built and b.get("memory_source") == "profile" else ""
 
 
 def _sources(e):
@@ -1327,9 +1338,23 @@ def _grid(run):
 
 
 def _current_front(run):
+    """The front (indices, by flash). Which configurations are on it is decided on
+    the figures the search measured every configuration with (the same source
+    for all: a front point's ``search_costs`` once it was built); when every
+    one of them was built (:func:`_measure_front`), the front is what no other
+    of them dominates on the built figures."""
+    ram = run.opts.ram_objective
     eligible = [i for i, e in enumerate(run.entries) if e["meets_limits"]]
-    return [eligible[k] for k in pareto_front([run.entries[i] for i in eligible],
-                                              ram=run.opts.ram_objective)]
+    front = [eligible[k] for k in pareto_front([_as_searched(run.entries[i]) for i in eligible],
+                                               ram=ram)]
+    if front and all(run.entries[i].get("front_measured") for i in front):
+        front = [front[k] for k in pareto_front([run.entries[i] for i in front], ram=ram)]
+    return front
+
+
+def _as_searched(e):
+    """An entry with the figures the search measured it with (before a front build)."""
+    return {**e, **e["search_costs"]} if e.get("search_costs") else e
 
 
 def _halve(run, keep):
@@ -1520,12 +1545,16 @@ def _measure_front(run):
     for the profile's firmware target (flash and RAM of the size probe) and, on
     the AVR parts, run under simavr on :data:`FRONT_CYCLE_FRAMES` test frames
     (exact cycles, their mean), elsewhere priced by the calibrated estimate on
-    the same frames (:func:`export._budget_front.measure_point`). A point whose
-    build exceeds the part or ``max_flash`` (it was screened on estimates) is
-    dropped (``pruned``, stage ``"built"``) and the front recomputed; its new
-    points are measured in turn, so every point of the final front is built.
-    Runs in this process after the search (``jobs`` and ``scheduler`` do not
-    change it); off with ``build=False``."""
+    the same frames (:func:`export._budget_front.measure_point`). Which
+    configurations are on the front is decided on the search's own figures
+    (one source for all, :func:`_current_front`): a point whose build exceeds
+    the part or ``max_flash`` (it was screened on estimates) is dropped
+    (``pruned``, stage ``"built"``) and the front recomputed, its new points
+    built in turn; then the front is what no other built point of it
+    dominates on the built figures. So only front points are built (plus one
+    per drop), and every point of the final front is. Runs in this process
+    after the search (``jobs`` and ``scheduler`` do not change it); off with
+    ``build=False``."""
     from ._budget_front import front_capability, measure_point
     from .progress import format_seconds
 
@@ -1652,20 +1681,28 @@ def _front(run):
 
 
 def _baseline_report(run, rec):
-    """Per baseline, its best entry at no more flash than the recommendation."""
+    """Per baseline, its best entry at no more flash than the recommendation (flash
+    compared on the search's figures, the same source for both: a built front
+    point's ``search_costs``)."""
     out = []
+    limit = _as_searched(rec)["flash_bytes"]
+
+    def flash(e):
+        return _as_searched(e)["flash_bytes"]
+
     for s in run.baselines:
         pts = [run.entries[i] for i in dict.fromkeys(s["indices"])]
         if not pts:
             out.append({"name": s["name"], "label": None, "note": "nothing of it fits the part"})
             continue
-        within = [e for e in pts if e["flash_bytes"] <= rec["flash_bytes"]]
+        within = [e for e in pts if flash(e) <= limit]
         note = "best at no more flash than the recommendation"
         if not within:
-            within = [min(pts, key=lambda e: e["flash_bytes"])]
+            within = [min(pts, key=flash)]
             note = "its smallest needs more flash than the recommendation"
-        b = max(within, key=lambda e: (e["accuracy_under_noise"], -e["flash_bytes"]))
+        b = max(within, key=lambda e: (e["accuracy_under_noise"], -flash(e)))
         out.append({"name": s["name"], "label": b["label"], "flash_bytes": b["flash_bytes"],
+                    "memory_source": b["memory_source"],
                     "accuracy_under_noise": b["accuracy_under_noise"],
                     "clean_accuracy": b["clean_accuracy"],
                     "accuracy_source": b["accuracy_source"],
