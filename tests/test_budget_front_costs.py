@@ -201,3 +201,19 @@ def test_ctrl_c_while_the_front_is_built_writes_nothing(avr, tmp_path):
     assert list(work.iterdir()) == []
     assert not [p for p in tmp.iterdir() if p.name.startswith(("edgecode-front-",
                                                                "edgecode-budget-"))]
+
+
+def test_worker_processes_give_the_same_built_front(cli_run):
+    """The front is built in the main process after the workers close: with
+    ``jobs=2`` the entries and the front's real costs are those of one process
+    (``cli_run``, the same search from the command line)."""
+    doc = cli_run[0]
+    assert doc["search"]["space"] == json.loads(json.dumps(SPACE.to_dict()))
+    res = search(str(GLASS), "atmega328p", 0.05, build="auto", jobs=2, **FAST)
+    keys = ("label", "flash_bytes", "ram_bytes", "cycles", "open_cycles", "energy_nj",
+            "memory_source", "cycles_source", "accuracy_under_noise", "simulated_ci")
+    got = json.loads(res.to_json())
+    for mine, theirs in ((got["pareto"], doc["pareto"]),
+                         (got["search"]["evaluated"], doc["search"]["evaluated"])):
+        assert [[e[k] for k in keys] for e in mine] == [[e[k] for k in keys] for e in theirs]
+    assert got["recommended"] == doc["recommended"]
