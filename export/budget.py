@@ -28,6 +28,17 @@ configuration that can fit:
    screen the rest, which are not simulated) or every configuration
    (``simulate="all"``).
 
+**Real costs of the front** (unless ``build=False``): once the search has
+its front, every point of it is built for the profile's firmware target
+(:data:`PROFILE_TARGETS`) when its toolchain is present: flash and RAM of the
+build; on the AVR parts the runner runs under simavr on
+:data:`FRONT_CYCLE_FRAMES` test frames for the exact cycles (their mean),
+elsewhere the calibrated estimate counts them on the same frames; energy
+from those cycles. A point whose build exceeds the part is dropped and the
+front recomputed (:mod:`export._budget_front`). Each entry says where its
+figures come from (``memory_source``: ``"build"`` or ``"profile"``;
+``cycles_source``: ``"simavr"`` or ``"estimate"``).
+
 The search is a pipeline of short stages over one :class:`SearchOptions`:
 check the options, load the task, list the configurations, screen them,
 train and measure what survives, then the baselines and the front.
@@ -85,13 +96,15 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._budget_front import FRONT_CYCLE_FRAMES
 from ._budget_space import (SearchSpace, Task, config_label, configurations, fit_config,
                             load_task, screen)
 from .registry import KindSpec, find_kind_spec, kind_specs
 
 __all__ = ["search", "SearchOptions", "BudgetResult", "SearchSpace", "dominates",
            "pareto_front", "make_budget_fault", "FAULT_RATE_PARAM", "DEFAULT_SIM_SAMPLES",
-           "AUTO_BUILD_MAX", "PROFILE_TARGETS", "ENTRY_KEYS", "SITE_OF", "DEFAULT_SITE"]
+           "AUTO_BUILD_MAX", "PROFILE_TARGETS", "ENTRY_KEYS", "SITE_OF", "DEFAULT_SITE",
+           "FRONT_CYCLE_FRAMES"]
 
 #: (point, trial) pairs of a bit-fault campaign (trials = this / test rows).
 DEFAULT_SIM_SAMPLES = 100_000
@@ -101,8 +114,11 @@ AUTO_BUILD_MAX = 8
 #: Fault model -> how ``eps`` sets it: (parameter, factor).
 FAULT_RATE_PARAM = {"bsc": ("eps", 1.0), "burst": ("flip_rate", 1.0), "stuck": ("rate", 2.0),
                     "seu": ("rate", 1.0)}
-#: Built-in profile -> firmware target of :mod:`export.firmware`.
-PROFILE_TARGETS = {"cortex-m0": "cortex-m0plus", "cortex-m4": "cortex-m4"}
+#: Built-in profile -> firmware target of :mod:`export.firmware` (the front's
+#: points are built for it; on the AVR parts they also run under simavr).
+PROFILE_TARGETS = {"cortex-m0": "cortex-m0plus", "cortex-m4": "cortex-m4",
+                   "atmega328p": "atmega328p", "atmega2560": "atmega2560",
+                   "rv32imac": "rv32imac"}
 #: Successive halving applies from this many training rows (below, a full fit
 #: costs about what the subsample's score does).
 HALVING_MIN_ROWS = 2000
@@ -260,8 +276,15 @@ class BudgetResult:
     ----------
     entries : list of dict
         Every configuration trained and measured (keys :data:`ENTRY_KEYS`
-        plus ``label``, ``kind``, ``memory_source``, ``predicted_method``,
-        ``accuracy_under_noise``, ``accuracy_source``, ``meets_limits``).
+        plus ``label``, ``kind``, ``memory_source`` (``"build"`` or
+        ``"profile"``), ``cycles_source`` (``"simavr"`` or ``"estimate"``),
+        ``cycles_frames`` (the test frames the cycles are the mean of; None:
+        the estimate's worst case), ``open_cycles``, ``front_measured``,
+        ``predicted_method``, ``accuracy_under_noise``, ``accuracy_source``,
+        ``meets_limits``). A point of the front built for the target also
+        has ``search_costs`` (its figures before the build), ``firmware_agrees``
+        (the runner's outputs equal ``firmware_sim``'s on the frames; None
+        where it did not run) and ``cycles_note``.
     front : list of int
         Indices into ``entries`` of the Pareto front, by flash.
     recommended_index : int
@@ -320,10 +343,11 @@ class BudgetResult:
         """The front as text, one line per point, the recommended one marked ``*``."""
         s = self.settings
         lines = [f"Pareto front on {s['data']} ({s['n_train']} train / {s['n_test']} test rows),"
-                 f" profile {s['profile']}, {s['fault_label']} at {s['site_label']}; memory "
-                 f"from {s['memory_source']}"]
+                 f" profile {s['profile']}, {s['fault_label']} at {s['site_label']}; "
+                 f"{_costs_text(s)}"]
         head = (f"  {'configuration':<34} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
-                f"{'nJ':>8} {'clean':>6} {'predicted':>9} {'simulated [99% CI]':>24}")
+                f"{'nJ':>8} {'costs from':<16} {'clean':>6} {'predicted':>9} "
+                f"{'simulated [99% CI]':>24}")
         lines.append(head)
         for k, e in enumerate(self.pareto):
             mark = "*" if k == self.recommended_index else " "
@@ -334,8 +358,8 @@ class BudgetResult:
                 lo, hi = e["simulated_ci"]
                 sim = f"{e['simulated_accuracy']:.4f} [{lo:.4f}, {hi:.4f}]"
             lines.append(f"{mark} {e['label']:<34} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
-                         f"{e['cycles']:>8.0f} {e['energy_nj']:>8.1f} {e['clean_accuracy']:>6.4f} "
-                         f"{pred:>9} {sim:>24}")
+                         f"{e['cycles']:>8.0f} {e['energy_nj']:>8.1f} {_sources(e):<16} "
+                         f"{e['clean_accuracy']:>6.4f} {pred:>9} {sim:>24}")
         r = self.recommended
         why = (f"recommended (*): {r['label']}, accuracy under noise "
                f"{r['accuracy_under_noise']:.4f} ({r['accuracy_source']}), {r['flash_bytes']} B "
@@ -346,14 +370,19 @@ class BudgetResult:
                 lines.append(f"baseline {b['name']}: {b['note']}")
                 continue
             lines.append(f"baseline {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} "
-                         f"under noise at {b['flash_bytes']} B flash ({b['note']}); the "
+                         f"under noise at {b['flash_bytes']} B flash ({_from(b, s)}"
+                         f"{b['note']}); the "
                          f"recommendation gains {b['gain']:+.4f}")
         if s.get("strategy") == "grow":
             lines.append(f"grown in {len(s['rounds'])} rounds; stopped: {s['stop_reason']}")
+        for d in (s.get("front_costs") or {}).get("dropped", []):
+            lines.append(f"dropped from the front once built: {d['label']}: {d['reason']}")
         lines.append(f"searched {len(self.entries)} configurations in {s['elapsed_s']:.1f}s "
                      f"({s['n_pruned_screening']} pruned before training, "
-                     f"{s['n_pruned_measured']} too large once trained, {len(self.skipped)} "
-                     f"not buildable, {s['n_simulated']} simulated"
+                     f"{s['n_pruned_measured']} too large once trained, "
+                     + (f"{s['n_pruned_built']} too large once built, "
+                        if s.get("n_pruned_built") else "")
+                     + f"{len(self.skipped)} not buildable, {s['n_simulated']} simulated"
                      + (f"; time limit reached, {s['not_evaluated']} not evaluated"
                         if s["stopped_early"] else "") + ")")
         return "\n".join(lines)
@@ -373,13 +402,18 @@ class BudgetResult:
                f"{s['elapsed_s']:.1f} s" + (f", {len(s['rounds'])} rounds; stopped: "
                                           f"{s['stop_reason']}" if s["strategy"] == "grow"
                                           else ""),
-               f"- memory from {s['memory_source']}", "", "## Front", "",
-               "| | configuration | flash B | RAM B | cycles | clean | under noise | source |",
-               "|---|---|---:|---:|---:|---:|---:|---|"]
+               f"- costs: {_costs_text(s)}"]
+        for d in (s.get("front_costs") or {}).get("dropped", []):
+            out.append(f"- dropped from the front once built: {d['label']}: {d['reason']}")
+        out += ["", "## Front", "",
+                "| | configuration | flash B | RAM B | cycles | nJ | memory from | cycles from "
+                "| clean | under noise | source |",
+                "|---|---|---:|---:|---:|---:|---|---|---:|---:|---|"]
         for k, e in enumerate(self.pareto):
             mark = "**recommended**" if k == self.recommended_index else ""
             out.append(f"| {mark} | {e['label']} | {e['flash_bytes']} | {e['ram_bytes']} | "
-                       f"{e['cycles']:.0f} | {e['clean_accuracy']:.4f} | "
+                       f"{e['cycles']:.0f} | {e['energy_nj']:.1f} | {e['memory_source']} | "
+                       f"{_cycles_from(e)} | {e['clean_accuracy']:.4f} | "
                        f"{e['accuracy_under_noise']:.4f} | {e['accuracy_source']} |")
         out += ["", "## Baselines (at no more flash than the recommendation)", ""]
         bl = s.get("baselines") or []
@@ -390,8 +424,8 @@ class BudgetResult:
                 out.append(f"- {b['name']}: {b['note']}")
             else:
                 out.append(f"- {b['name']}: {b['label']}, {b['accuracy_under_noise']:.4f} under "
-                           f"noise at {b['flash_bytes']} B ({b['note']}): the recommendation "
-                           f"gains {b['gain']:+.4f}")
+                           f"noise at {b['flash_bytes']} B ({_from(b, s)}{b['note']}): the "
+                           f"recommendation gains {b['gain']:+.4f}")
         share = f" ({100.0 * r['flash_bytes'] / lim:.0f}% of the {lim} B limit)" if lim else ""
         out += ["", "## Why this point", "",
                 f"{r['label']} is the most accurate configuration under noise on the front: "
@@ -488,7 +522,10 @@ class BudgetResult:
         ax.set_xticks(ticks)
         ax.set_xticklabels([_kb(t) for t in ticks], fontsize=8)
         ax.minorticks_off()
-        ax.set_xlabel(f"flash (KB, {s['memory_source']}; profile {s['profile']})")
+        fc = s.get("front_costs") or {}
+        src = (f"front built for {fc['target']}, the rest {s['memory_source']}"
+               if fc.get("memory_source") == "build" else s["memory_source"])
+        ax.set_xlabel(f"flash (KB, {src}; profile {s['profile']})")
         ax.set_ylabel("accuracy under noise")
         ax.set_title(title or f"{s['data']}: {s['fault_label']}", fontsize=10)
         ax.legend(fontsize=7, loc="lower right")
@@ -497,6 +534,40 @@ class BudgetResult:
         fig.savefig(path, dpi=120)
         plt.close(fig)
         return path
+
+
+def _cycles_from(e):
+    """Where an entry's cycles come from: ``simavr`` / ``estimate``, with the frames."""
+    src = e.get("cycles_source", "estimate")
+    n = e.get("cycles_frames")
+    return src + (f" ({n} frames)" if n else " (worst case)" if src == "estimate" else "")
+
+
+def _from(b, s):
+    """``profile estimate; `` before a baseline's note when the front was built and
+    the baseline's flash is not (empty otherwise)."""
+    built = (s.get("front_costs") or {}).get("memory_source") == "build"
+    return "profile estimate; " if built and b.get("memory_source") == "profile" else ""
+
+
+def _sources(e):
+    """An entry's cost labels for the table: memory / cycles (``build/simavr``)."""
+    return f"{e.get('memory_source', 'profile')}/{e.get('cycles_source', 'estimate')}"
+
+
+def _costs_text(s):
+    """What the costs of a search's entries are (the table's and the report's header)."""
+    fc = s.get("front_costs") or {}
+    rest = (f"memory from {s['memory_source']}, cycles from the profile's estimate")
+    if fc.get("memory_source") != "build":
+        why = fc.get("note")
+        return rest + (f" (front not built: {why})" if why else "")
+    cyc = (f"exact cycles under simavr (mean of {fc['frames']} test frames)"
+           if fc["cycles_source"] == "simavr" else
+           f"cycles from the calibrated estimate on {fc['frames']} test frames"
+           + (f" ({fc['note']})" if fc.get("note") else ""))
+    return (f"front built for {fc['target']} ({fc['measured']} builds, "
+            f"{fc['seconds']:.1f} s): flash and RAM of the build, {cyc}; the rest: {rest}")
 
 
 def _flash_ticks(lo, hi):
@@ -670,10 +741,15 @@ class SearchOptions:
         ``"tcp://host:8786"`` or a connected client): the same result as one
         process, bit for bit.
     build : bool or "auto"
-        Real firmware builds for flash and RAM (``True``; about 1 s per
-        configuration; needs the target's toolchain), the profile estimate
-        (``False``), or builds when a toolchain is present and at most
-        :data:`AUTO_BUILD_MAX` configurations survive screening.
+        Real firmware builds for flash and RAM of every configuration
+        (``True``; about 1 s per configuration; needs the target's
+        toolchain), of the front's points only, or of every configuration
+        when at most :data:`AUTO_BUILD_MAX` survive screening (``"auto"``:
+        the command line's default; nothing is built where the toolchain is
+        missing), or none: profile estimates only (``False``, the default
+        here). With ``True`` or ``"auto"`` every point of the final front is
+        built for the profile's target, and on the AVR parts run under
+        simavr for its exact cycles (:func:`_measure_front`).
     simulate : {"front", "all"}
         Which predicted configurations are simulated too.
     sim_samples : int
@@ -858,6 +934,7 @@ class _Run:
     rounds: list = field(default_factory=list)
     baselines: list = field(default_factory=list)
     stop_reason: str = ""
+    front_costs: dict = field(default_factory=dict)
     evaluator: Any = None
     done: int = 0
     work: list = field(default_factory=lambda: [[]])
@@ -1091,6 +1168,9 @@ def _evaluate_one(cfg, task, lb, ctx):
              "energy_nj": float(est["energy_pj"]) / 1000.0,
              "clean_accuracy": fitted.clean_accuracy, "predicted_accuracy": pred,
              "simulated_accuracy": None, "simulated_ci": None, "memory_source": source,
+             "cycles_source": "estimate", "cycles_frames": None,
+             "open_cycles": None if est.get("open_cycles") is None else float(est["open_cycles"]),
+             "front_measured": False,
              "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
              "simulated_trials": None, "wide_integer_arrays": wide}
     n_sim = 0
@@ -1258,9 +1338,23 @@ def _grid(run):
 
 
 def _current_front(run):
+    """The front (indices, by flash). Which configurations are on it is decided on
+    the figures the search measured every configuration with (the same source
+    for all: a front point's ``search_costs`` once it was built); when every
+    one of them was built (:func:`_measure_front`), the front is what no other
+    of them dominates on the built figures."""
+    ram = run.opts.ram_objective
     eligible = [i for i, e in enumerate(run.entries) if e["meets_limits"]]
-    return [eligible[k] for k in pareto_front([run.entries[i] for i in eligible],
-                                              ram=run.opts.ram_objective)]
+    front = [eligible[k] for k in pareto_front([_as_searched(run.entries[i]) for i in eligible],
+                                               ram=ram)]
+    if front and all(run.entries[i].get("front_measured") for i in front):
+        front = [front[k] for k in pareto_front([run.entries[i] for i in front], ram=ram)]
+    return front
+
+
+def _as_searched(e):
+    """An entry with the figures the search measured it with (before a front build)."""
+    return {**e, **e["search_costs"]} if e.get("search_costs") else e
 
 
 def _halve(run, keep):
@@ -1446,6 +1540,130 @@ def _recommended_index(run):
     return front[_recommend(run.entries, front)]
 
 
+def _measure_front(run):
+    """Real costs of the front (issue 28): every point of the current front built
+    for the profile's firmware target (flash and RAM of the size probe) and, on
+    the AVR parts, run under simavr on :data:`FRONT_CYCLE_FRAMES` test frames
+    (exact cycles, their mean), elsewhere priced by the calibrated estimate on
+    the same frames (:func:`export._budget_front.measure_point`). Which
+    configurations are on the front is decided on the search's own figures
+    (one source for all, :func:`_current_front`): a point whose build exceeds
+    the part or ``max_flash`` (it was screened on estimates) is dropped
+    (``pruned``, stage ``"built"``) and the front recomputed, its new points
+    built in turn; then the front is what no other built point of it
+    dominates on the built figures. So only front points are built (plus one
+    per drop), and every point of the final front is. Runs in this process
+    after the search (``jobs`` and ``scheduler`` do not change it); off with
+    ``build=False``."""
+    from ._budget_front import front_capability, measure_point
+    from .progress import format_seconds
+
+    o, prof = run.opts, run.profile
+    info = run.front_costs
+    info.update({"target": run.target, "frames": FRONT_CYCLE_FRAMES, "measured": 0,
+                 "dropped": [], "seconds": 0.0, "memory_source": "profile",
+                 "cycles_source": "estimate", "note": None})
+    if o.build is False:
+        info["note"] = "not measured (build=False, --no-build)"
+        return
+    can_build, can_count, why = front_capability(run.target)
+    info["note"] = why
+    if not can_build:
+        _note(run.progress, f"front: profile estimates only ({why})")
+        return
+    info["memory_source"] = "build"
+    info["cycles_source"] = "simavr" if can_count else "estimate"
+    how = (f"exact cycles under simavr on {FRONT_CYCLE_FRAMES} test frames" if can_count else
+           f"cycles: the profile's calibrated estimate on {FRONT_CYCLE_FRAMES} test frames")
+    t0, per_point = time.perf_counter(), None
+    while True:
+        if not run.entries:
+            raise ValueError("no configuration fits once built for "
+                             f"{run.target}: " + "; ".join(
+                                 f"{d['label']}: {d['reason']}" for d in info["dropped"])[:600])
+        _recommended_index(run)          # refuses when nothing meets min_accuracy
+        todo = [i for i in _current_front(run) if not run.entries[i].get("front_measured")]
+        if not todo:
+            break
+        eta = "" if per_point is None else f", about {format_seconds(per_point * len(todo))}"
+        _note(run.progress, f"front: building {len(todo)} point{'s' if len(todo) > 1 else ''} "
+              f"for {run.target} ({how}{eta})")
+        drop = []
+        for k, i in enumerate(todo):
+            e = run.entries[i]
+            try:
+                m = measure_point(run.fitted[i], prof, run.target, count_cycles=can_count)
+            except RuntimeError as exc:
+                m, over = None, [f"cannot be built for {run.target}: "
+                                 + " ".join(str(exc).split())[:300]]
+            else:
+                over = _built_oversize(run, m["flash_bytes"], m["ram_bytes"])
+            info["measured"] += 1
+            done = time.perf_counter() - t0
+            per_point = done / info["measured"]
+            if over:
+                rec = {"config": e["config"], "label": e["label"], "stage": "built",
+                       "flash_bytes": None if m is None else m["flash_bytes"],
+                       "ram_bytes": None if m is None else m["ram_bytes"],
+                       "estimated_flash_bytes": e["flash_bytes"],
+                       "estimated_ram_bytes": e["ram_bytes"],
+                       "reason": "; ".join(over) + f" (it fit the {e['memory_source']} "
+                                 f"estimate: {e['flash_bytes']} B flash, {e['ram_bytes']} B RAM)"}
+                run.pruned.append(rec)
+                info["dropped"].append({"label": e["label"], "reason": rec["reason"]})
+                drop.append(i)
+                _note(run.progress, f"front {k + 1}/{len(todo)}: {e['label']}: dropped from "
+                      f"the front: {rec['reason']}")
+                continue
+            e["search_costs"] = {"flash_bytes": e["flash_bytes"], "ram_bytes": e["ram_bytes"],
+                                 "cycles": e["cycles"], "memory_source": e["memory_source"],
+                                 "cycles_source": e["cycles_source"]}
+            e.update({"flash_bytes": m["flash_bytes"], "ram_bytes": m["ram_bytes"],
+                      "cycles": m["cycles"], "open_cycles": m["open_cycles"],
+                      "energy_nj": m["energy_nj"], "memory_source": "build",
+                      "cycles_source": m["cycles_source"], "cycles_frames": m["cycles_frames"],
+                      "cycles_note": m["cycles_note"], "firmware_agrees": m["firmware_agrees"],
+                      "front_measured": True})
+            warn = "" if m["firmware_agrees"] is not False else \
+                "; WARNING: the firmware's outputs differ from firmware_sim's on these frames"
+            was = e["search_costs"]
+            _note(run.progress, f"front {k + 1}/{len(todo)}: {e['label']}: built {e['flash_bytes']}"
+                  f" B flash, {e['ram_bytes']} B RAM (searched on {was['memory_source']}: "
+                  f"{was['flash_bytes']} B, {was['ram_bytes']} B); {e['cycles']:,.0f} cycles "
+                  f"({e['cycles_source']}, mean of {e['cycles_frames']} frames); "
+                  f"{format_seconds(m['seconds'])}{warn}")
+        if drop:
+            _drop_entries(run, drop)
+    info["seconds"] = time.perf_counter() - t0
+
+
+def _built_oversize(run, flash, ram):
+    """Why a built front point does not fit the part or ``max_flash`` (empty: it fits)."""
+    prof, mf, over = run.profile, run.opts.max_flash, []
+    if flash > prof.flash_bytes:
+        over.append(f"built firmware for {run.target} needs {flash} B flash > profile "
+                    f"{prof.flash_bytes} B")
+    if ram > prof.ram_bytes:
+        over.append(f"built firmware for {run.target} needs {ram} B RAM > profile "
+                    f"{prof.ram_bytes} B")
+    if mf is not None and flash > int(mf):
+        over.append(f"built firmware for {run.target} needs {flash} B flash > max_flash "
+                    f"{int(mf)} B")
+    return over
+
+
+def _drop_entries(run, drop):
+    """Remove the entries ``drop`` (indices) and renumber what refers to entries."""
+    drop = set(drop)
+    keep = [i for i in range(len(run.entries)) if i not in drop]
+    new = {old: k for k, old in enumerate(keep)}
+    run.entries = [run.entries[i] for i in keep]
+    run.fitted = {new[i]: f for i, f in run.fitted.items() if i in new}
+    run.keys = {k: new[i] for k, i in run.keys.items() if i in new}
+    for s in run.baselines:
+        s["indices"] = [new[i] for i in s["indices"] if i in new]
+
+
 def _front(run):
     """The front among what meets the limits (its points simulated) and the
     recommended point's position on it."""
@@ -1463,20 +1681,28 @@ def _front(run):
 
 
 def _baseline_report(run, rec):
-    """Per baseline, its best entry at no more flash than the recommendation."""
+    """Per baseline, its best entry at no more flash than the recommendation (flash
+    compared on the search's figures, the same source for both: a built front
+    point's ``search_costs``)."""
     out = []
+    limit = _as_searched(rec)["flash_bytes"]
+
+    def flash(e):
+        return _as_searched(e)["flash_bytes"]
+
     for s in run.baselines:
         pts = [run.entries[i] for i in dict.fromkeys(s["indices"])]
         if not pts:
             out.append({"name": s["name"], "label": None, "note": "nothing of it fits the part"})
             continue
-        within = [e for e in pts if e["flash_bytes"] <= rec["flash_bytes"]]
+        within = [e for e in pts if flash(e) <= limit]
         note = "best at no more flash than the recommendation"
         if not within:
-            within = [min(pts, key=lambda e: e["flash_bytes"])]
+            within = [min(pts, key=flash)]
             note = "its smallest needs more flash than the recommendation"
-        b = max(within, key=lambda e: (e["accuracy_under_noise"], -e["flash_bytes"]))
+        b = max(within, key=lambda e: (e["accuracy_under_noise"], -flash(e)))
         out.append({"name": s["name"], "label": b["label"], "flash_bytes": b["flash_bytes"],
+                    "memory_source": b["memory_source"],
                     "accuracy_under_noise": b["accuracy_under_noise"],
                     "clean_accuracy": b["clean_accuracy"],
                     "accuracy_source": b["accuracy_source"],
@@ -1516,6 +1742,8 @@ def _settings(run, memory_source):
         "n_configurations": len(run.configs), "n_pruned_screening": sum(
             1 for p in pruned if p["stage"] == "screening"),
         "n_pruned_measured": sum(1 for p in pruned if p["stage"] == "measured"),
+        "n_pruned_built": sum(1 for p in pruned if p["stage"] == "built"),
+        "front_costs": run.front_costs,
         "n_simulated": run.n_simulated, "stopped_early": run.stopped,
         "not_evaluated": run.not_evaluated, "budget_s": o.budget_s,
         "elapsed_s": run.elapsed(),
@@ -1597,6 +1825,7 @@ def search(data, profile=None, eps=None, *, options=None, **kwargs):
             _baselines(run)
     finally:
         run.evaluator.close()
+    _measure_front(run)
     front, rec = _front(run)
     result = BudgetResult(run.entries, front, rec, run.pruned, run.skipped,
                           _settings(run, memory_source), run.fitted)

@@ -10,7 +10,9 @@ Searches every registered model kind's configurations (:mod:`export.budget`;
 each kind's options, such as ``--nb-rates`` or ``--designs``, come from its
 bridge spec in ``export/kinds/``), prints the front of accuracy under noise
 against flash (with RAM, cycles, energy, clean, predicted and simulated
-accuracy) and the recommended point. Not a stage of ``edgecode demo``.
+accuracy, and where the costs come from: ``build/simavr`` for the front's
+points built for the profile's target and run under simavr, ``profile/estimate``
+for the rest) and the recommended point. Not a stage of ``edgecode demo``.
 """
 
 import sys
@@ -102,6 +104,7 @@ def _dest(opt):
 
 def register(sub):
     """Add the ``budget`` sub-command to ``sub`` (argparse subparsers)."""
+    from export._budget_front import FRONT_CYCLE_FRAMES
     from export.data import add_data_options
 
     from ._names import FAULTS
@@ -112,17 +115,18 @@ def register(sub):
         "against flash, and the model to ship",
         description="Search every model kind's configurations (naive Bayes repetition plans "
         "on binary data, ECOC designs x code lengths x learners, SSBC k-NN codes); prune what "
-        "cannot fit the profile before training; for each, measure flash, RAM, cycles and "
-        "energy, the clean accuracy, the accuracy predicted under the fault (exact or "
-        "certified analytics where they exist) and a short simulation with its 99% interval; "
+        "cannot fit the profile before training; for each, estimate flash, RAM, cycles and "
+        "energy (the front's points built for the profile's target, cycle-exact under "
+        "simavr on the AVR parts, unless --no-build), the clean accuracy, the accuracy "
+        "predicted under the fault (exact or certified analytics where they exist) and a short simulation with its 99% interval; "
         "print the Pareto front (accuracy under noise against flash) and the recommended "
         "point (the most accurate under noise that fits).")
     p.add_argument("data", help="bundled set (house_votes, nltcs, dna, digits, iris, wine, "
                    "breast_cancer) or a CSV path (numeric features, a label column, optional "
                    "'split' train/test)")
     add_data_options(p)
-    p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4 or "
-                   "a .json/.toml profile file")
+    p.add_argument("--profile", required=True, help="device profile: cortex-m0, cortex-m4, "
+                   "atmega328p, atmega2560, rv32imac or a .json/.toml profile file")
     own = ", ".join(s.compute_text for s in specs if s.compute_text)
     p.add_argument("--eps", required=True, help="fault rate in [0, 0.5): the per-bit flip "
                    "probability at the --site, the same for every kind")
@@ -158,11 +162,18 @@ def register(sub):
                    "what was done")
     build = p.add_mutually_exclusive_group()
     build.add_argument("--build", dest="build", action="store_const", const=True,
-                       default="auto", help="measure flash and RAM by real firmware builds "
-                       "(about 1 s each; default: builds only when a toolchain is present and "
-                       "at most 8 configurations survive screening, else the profile estimate)")
+                       default="auto", help="measure flash and RAM of every configuration by "
+                       "a real firmware build (about 1 s each). By default, when the "
+                       "profile's target toolchain is present, every point of the front is "
+                       "built (flash, RAM) and, on atmega328p/atmega2560, run under simavr on "
+                       f"{FRONT_CYCLE_FRAMES} test frames (exact cycles, their mean; elsewhere "
+                       "the calibrated estimate on those frames); a front point over the part once built is "
+                       "dropped; all configurations are built when at most 8 survive "
+                       "screening; the rest are profile estimates. The table's 'costs from' "
+                       "column says which (build/simavr, profile/estimate)")
     build.add_argument("--no-build", dest="build", action="store_const", const=False,
-                       help="profile estimates of flash and RAM only")
+                       help="no builds: profile estimates of flash, RAM and cycles for every "
+                       "point")
     names = [s.cli_name for s in specs]
     p.add_argument("--kinds", default=",".join(names), help=f"model kinds to search: "
                    f"{', '.join(names)} (comma list)")
