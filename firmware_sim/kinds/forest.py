@@ -216,8 +216,12 @@ class ForestDevice(Device):
     #: measured with ``edgecode firmware --build`` at -O2, this kind only:
     #: cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``; the
     #: largest over node widths (the walk compiled in differs by up to 19 B)
-    #: (``benchmarks/README.md``, "Tree forests").
-    runtime_bytes = MappingProxyType({"cortex-m0": (5235, 728), "cortex-m4": (4049, 688)})
+    #: (``benchmarks/README.md``, "Tree forests"); on AVR (-Os) and RV32 the probe's
+    #: flash minus the image and the peak stack (``python benchmarks/bench_firmware.py
+    #: --targets atmega328p,atmega2560,rv32imac --no-emlearn``).
+    runtime_bytes = MappingProxyType({"cortex-m0": (5235, 728), "cortex-m4": (4049, 688),
+                                      "atmega328p": (8871, 764), "atmega2560": (9023, 764),
+                                      "rv32imac": (5293, 736)})
 
     def __init__(self, container):
         if not isinstance(container, Container):

@@ -231,8 +231,13 @@ class ProtectedNBDevice(Device):
     c_sources = ("ec_nb.c",)
     c_switch = "EC_WITH_NB"
     #: The C runtime built at -O2 with this kind only (benchmarks/README.md,
-    #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``.
-    runtime_bytes = MappingProxyType({"cortex-m0": (3632, 364), "cortex-m4": (2592, 280)})
+    #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``;
+    #: on AVR (-Os) and RV32 the probe's flash minus the image and the peak stack
+    #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
+    #: --no-emlearn``).
+    runtime_bytes = MappingProxyType({"cortex-m0": (3632, 364), "cortex-m4": (2592, 280),
+                                      "atmega328p": (6606, 269), "atmega2560": (6758, 275),
+                                      "rv32imac": (4006, 320)})
 
     @classmethod
     def erasure_owners(cls, container):

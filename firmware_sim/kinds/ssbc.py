@@ -209,8 +209,13 @@ class SSBCDevice(Device):
     c_sources = ("ec_ssbc.c",)
     c_switch = "EC_WITH_SSBC"
     #: The C runtime built at -O2 with this kind only (benchmarks/README.md,
-    #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``.
-    runtime_bytes = MappingProxyType({"cortex-m0": (8408, 364), "cortex-m4": (6600, 336)})
+    #: "Firmware"): cortex-m0plus for ``cortex-m0``, cortex-m4 for ``cortex-m4``;
+    #: on AVR (-Os) and RV32 the probe's flash minus the image and the peak stack
+    #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
+    #: --no-emlearn``).
+    runtime_bytes = MappingProxyType({"cortex-m0": (8408, 364), "cortex-m4": (6600, 336),
+                                      "atmega328p": (15489, 432), "atmega2560": (15641, 435),
+                                      "rv32imac": (10433, 384)})
 
     @classmethod
     def check_container(cls, container):
