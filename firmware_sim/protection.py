@@ -1,4 +1,4 @@
-"""Image protection: per-array parity, SEC-DED or triplication, decoded on read.
+"""Image protection: per-array parity, SEC-DED, BCH or triplication, decoded on read.
 
 An upset of the stored image (a single-event upset in flash or SRAM, after
 the boot-time CRC check) is what :class:`~firmware_sim.faults.ParameterUpset`
@@ -17,6 +17,11 @@ scheme      check bits                            on read
 ``secded``  Hamming + overall parity per word:    one upset per word corrected,
             5/6/7/8 bits per 8/16/32/64-bit word  two detected (erased); three
                                                   or more may be miscorrected
+``bch``     r <= m t per block of up to 2^m - 1       up to t upsets per block
+            bits (a binary BCH code over GF(2^m)   corrected (data or check
+            correcting t errors; the last block    bits); more are detected
+            shortened)                             (erased) or, rarely,
+                                                   miscorrected
 ``tmr``     two more copies of the array          bitwise majority of the three
 ==========  ====================================  =============================
 
@@ -30,6 +35,10 @@ in an array the kind has no fallback for refuses the image
 Words: the array's bytes (C order, little-endian) cut into words of
 ``word_bytes`` in {1, 2, 4, 8}, the last one padded with zero bytes that are
 not stored; data bit j of a word is bit ``j % 8`` of its byte ``j // 8``.
+BCH blocks: the same bit stream (bit j of the array is bit ``j % 8`` of
+byte ``j // 8``) cut into blocks of k = 2^m - 1 - r data bits, the last one
+shorter (the code shortened); the parameters are ``(m, t)`` instead of a
+word size (:mod:`firmware_sim._bch`).
 
 Imports numpy only.
 
@@ -48,18 +57,19 @@ Examples
 
 import numpy as np
 
+from ._bch import bch_decode, bch_encode_bits, bch_layout, bch_params_error
 from .artifact import Container, read_container, write_container
 from .errors import ContainerError, DeviceError
 
 __all__ = ["SCHEMES", "SCHEME_CODES", "protect_container", "decode_arrays", "plan_of",
            "check_bits_per_word", "protection_bytes", "secded_encode", "secded_decode",
-           "open_protected"]
+           "open_protected", "bch_check_bytes"]
 
 #: Scheme name -> code stored in ``"__protect__"``.
-SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3}
+SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3, "bch": 4}
 _SCHEME_NAMES = {v: k for k, v in SCHEME_CODES.items()}
 #: Every scheme a plan may name ("none" = not protected: no entry).
-SCHEMES = ("none", "parity", "secded", "tmr")
+SCHEMES = ("none", "parity", "secded", "tmr", "bch")
 WORD_BYTES = (1, 2, 4, 8)
 _ENTRY = 4
 
@@ -93,7 +103,16 @@ def check_bits_per_word(scheme, word_bytes):
         return 16 * word_bytes
     if scheme == "none":
         return 0
+    if scheme == "bch":
+        raise DeviceError("bch has check bits per block, not per word: use bch_check_bytes")
     raise DeviceError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
+
+
+def bch_check_bytes(m, t, nbytes):
+    """Check bytes of BCH (m, t) on an array of ``nbytes`` bytes: ceil(blocks r / 8),
+    r the generator's degree (<= m t), blocks = ceil(8 nbytes / k)."""
+    r, _, nb = bch_layout(m, t, 8 * nbytes)
+    return -(-nb * r // 8)
 
 
 def _n_words(nbytes, word_bytes):
@@ -103,11 +122,13 @@ def _n_words(nbytes, word_bytes):
 def _check_nbytes(scheme, nbytes, word_bytes):
     if scheme == "tmr":
         return 2 * nbytes
+    if scheme == "bch":
+        return bch_check_bytes(*word_bytes, nbytes)
     return -(-_n_words(nbytes, word_bytes) * check_bits_per_word(scheme, word_bytes) // 8)
 
 
 def protection_bytes(plan, arrays):
-    """Bytes of ``"__protect__"`` for ``plan`` ({name: (scheme, word_bytes)}) over
+    """Bytes of ``"__protect__"`` for ``plan`` ({name: (scheme, word_bytes or (m, t))}) over
     ``arrays`` ({name: ndarray}): 3 + 12 per entry (the triplicated table) plus
     the check bytes (0 when no array is protected: no ``"__protect__"``)."""
     entries = [(n, s, w) for n, (s, w) in plan.items() if s != "none"]
@@ -201,7 +222,8 @@ def _unpack_bits(raw, n, width):
 
 
 def plan_of(protect, names=None):
-    """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)} (after the
+    """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)}, ``(m, t)``
+    in place of word_bytes for ``bch`` (after the
     vote of the three table copies). ``names`` (the container's array names, in
     table order) map the stored indices to names; without it the keys are
     indices."""
@@ -240,6 +262,14 @@ def _parse_table(p, names):
         if code not in _SCHEME_NAMES:
             raise ContainerError(f"{where}: unknown scheme code {code} (known: "
                                  f"{dict(sorted(_SCHEME_NAMES.items()))})")
+        if _SCHEME_NAMES[code] == "bch":
+            err = bch_params_error(lw, res)
+            if err:
+                field = "field size m (byte 2)" if err.startswith("m") else \
+                    "correctable errors t (byte 3)"
+                raise ContainerError(f"{where}: BCH {field}: {err}")
+            out.append((idx, "bch", (lw, res), need))
+            continue
         if lw > 3:
             raise ContainerError(f"{where}: word size code {lw} must be in [0, 3] "
                                  "(words of 1, 2, 4, 8 bytes)")
@@ -256,10 +286,12 @@ def protect_container(container, plan):
     ----------
     container : Container or bytes
         An image without protection (its arrays are the data protected).
-    plan : dict of str -> (str, int)
+    plan : dict of str -> (str, int) or (str, (int, int))
         Array name -> (scheme, word_bytes): scheme in ``"none"``, ``"parity"``,
         ``"secded"``, ``"tmr"``; word_bytes in 1, 2, 4, 8 (ignored by
-        ``tmr``, stored as given).
+        ``tmr``, stored as given); or ``("bch", (m, t))``: blocks of up to
+        2^m - 1 bits (m in 3..13) correcting t errors (1 <= t <= min(32,
+        2^(m-1) - 1)).
 
     Returns
     -------
@@ -269,7 +301,8 @@ def protect_container(container, plan):
     Raises
     ------
     ContainerError
-        The image is already protected, an unknown array, scheme or word size.
+        The image is already protected, an unknown array, scheme, word size or
+        BCH parameters out of range.
     """
     if not isinstance(container, Container):
         container = read_container(container)
@@ -290,6 +323,16 @@ def protect_container(container, plan):
         if scheme not in SCHEMES:
             raise ContainerError(f"plan[{name!r}]: unknown scheme {scheme!r}; expected one "
                                  f"of {SCHEMES}")
+        if scheme == "bch":
+            try:
+                m, t = (int(v) for v in wb)
+            except (TypeError, ValueError):
+                raise ContainerError(f"plan[{name!r}]: bch takes (m, t); got {wb!r}") from None
+            err = bch_params_error(m, t)
+            if err:
+                raise ContainerError(f"plan[{name!r}]: bch {err}")
+            entries.append((names.index(name), name, scheme, (m, t)))
+            continue
         if wb not in WORD_BYTES:
             raise ContainerError(f"plan[{name!r}]: word_bytes must be one of {WORD_BYTES}; "
                                  f"got {wb!r}")
@@ -306,8 +349,13 @@ def protect_container(container, plan):
         if idx > 255:
             raise ContainerError(f"array {name!r} is the image's array #{idx}; the table "
                                  "indexes the first 256 arrays")
-        table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
         raw = np.frombuffer(container.arrays[name].tobytes(), np.uint8)
+        if scheme == "bch":
+            table[row] = (idx, SCHEME_CODES[scheme], wb[0], wb[1])
+            chk = bch_encode_bits(np.unpackbits(raw, bitorder="little"), *wb)
+            checks.append(np.packbits(chk.reshape(-1), bitorder="little"))
+            continue
+        table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
         if scheme == "tmr":
             checks.append(np.concatenate([raw, raw]))
             continue
@@ -337,8 +385,9 @@ def decode_arrays(arrays, protect):
     -------
     (dict, dict, dict)
         The corrected arrays (same order); per array with a detected,
-        uncorrected word, the bool mask of its elements that such a word
-        covers; counts ``corrected_words``, ``detected_words``,
+        uncorrected word (or BCH block), the bool mask of its elements that
+        such a word covers; counts ``corrected_words``, ``detected_words``
+        (BCH: blocks),
         ``voted_bits`` (TMR bits where the copies disagreed).
 
     Raises
@@ -373,6 +422,19 @@ def decode_arrays(arrays, protect):
             fixed = _vote(raw, c1, c2)
             stats["voted_bits"] += int(np.unpackbits((raw ^ c1) | (raw ^ c2)).sum())
             bad_bytes = None
+        elif scheme == "bch":
+            m, t = wb
+            r, k, nb = bch_layout(m, t, 8 * raw.size)
+            stored = np.unpackbits(chk, bitorder="little")[:nb * r].reshape(nb, r)
+            bits, corr, bad = bch_decode(np.unpackbits(raw, bitorder="little"), stored, m, t)
+            stats["corrected_words"] += int(corr.sum())
+            stats["detected_words"] += int(bad.sum())
+            fixed = np.packbits(bits, bitorder="little")
+            bad_bytes = None
+            if bad.any():
+                bad_bytes = np.zeros(raw.size, bool)
+                for b in np.flatnonzero(bad).tolist():
+                    bad_bytes[b * k // 8:min(raw.size, -(-(b + 1) * k // 8))] = True
         else:
             words = _words(raw, wb)
             if scheme == "parity":

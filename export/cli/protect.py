@@ -18,7 +18,7 @@ __all__ = ["register", "run_protect_cli", "run_demo_stage"]
 
 _SITES = ("wire", "image", "all")
 _FAULTS = ("bsc", "burst", "seu")
-_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "none")
+_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
 
 
 def register(sub):
@@ -49,7 +49,7 @@ def register(sub):
                    "copies per bit on average)")
     p.add_argument("--scheme", default="auto", choices=_SCHEMES,
                    help="auto: the planner; uniform: every wire bit the same copies; tmr: "
-                   "every bit three times; none; secded, parity: the image site")
+                   "every bit three times; none; secded, parity, bch: the image site")
     p.add_argument("--mean-burst", type=float, default=8.0, help="mean burst length (burst)")
     p.add_argument("--trials", type=positive_int, default=400,
                    help="campaign trials per point (and of a simulated prediction)")
