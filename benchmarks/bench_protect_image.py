@@ -13,7 +13,8 @@ kind, side by side in one process:
   smallest whose block fails with probability <= 1e-4 at eps);
 * ``planned <= B``: :func:`export.protect_image.protect_image` with
   ``max_overhead`` B (4% and 12.5%), per array none / parity with the kind's
-  erasure fallback / SEC-DED / BCH / triplication.
+  erasure fallback / SEC-DED / BCH / triplication, or one BCH code over a
+  span of consecutive arrays.
 
 Each row: overhead, the planner's prediction (simulated, seed 0) with its 99%
 interval, an independent campaign (``run_campaign``, ParameterUpset at the
@@ -116,10 +117,20 @@ def main(argv=None):
                   f"{rep['refused_rate']:7.2f} {pt.accuracy:5.3f} "
                   f"{time.perf_counter() - t0:5.1f}")
             if scheme in ("auto", "bch"):
-                plan = [f"{a['array']}:{a['scheme']}"
-                        + (f"/{a['word_bytes']}" if a["word_bytes"] else "")
-                        + (f"(m={a['bch'][0]},t={a['bch'][1]})" if a.get("bch") else "")
-                        for a in rep["allocation"] if a["scheme"] != "none"]
+                plan = []
+                for a in rep["allocation"]:
+                    if a["scheme"] == "none" or a["span_of"] not in (None, a["array"]):
+                        continue
+                    if a["span_of"]:
+                        last = [b["array"] for b in rep["allocation"]
+                                if b["span_of"] == a["array"]][-1]
+                        m, t, n = a["bch"]
+                        plan.append(f"{a['array']}..{last} ({n} arrays):bch(m={m},t={t})")
+                    else:
+                        plan.append(f"{a['array']}:{a['scheme']}"
+                                    + (f"/{a['word_bytes']}" if a["word_bytes"] else "")
+                                    + (f"(m={a['bch'][0]},t={a['bch'][1]})" if a["bch"]
+                                       else ""))
                 print(f"{'':27s}   plan: {', '.join(plan) or 'nothing'}")
 
 

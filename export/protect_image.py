@@ -34,8 +34,7 @@ from functools import lru_cache
 import numpy as np
 
 from firmware_sim import load
-from firmware_sim.artifact import ALIGNMENT, ENTRY_SIZE, Container, read_container, \
-    write_container
+from firmware_sim.artifact import Container, read_container, write_container
 from firmware_sim.contract import BaseDevice
 from firmware_sim.engine.campaign import run_campaign
 from firmware_sim.errors import ContainerError, FrameError
@@ -242,35 +241,88 @@ def _hazard(scheme, wb, nbytes, eps, c, e):
     return words * p2 * det
 
 
-def _plan(container, eps, budget, sens, erase):
-    arrays = container.arrays
-    choice = {n: ("none", 8) for n in arrays}
-    spent = 0
-    fixed = 3 + ENTRY_SIZE + ALIGNMENT - 1
+def _sizer(container):
+    """Exact size of ``container`` written with a ``"__protect__"`` of L bytes
+    (the entry, the alignment before the arrays after it), cached per L."""
+    cache = {}
+
+    def size(L):
+        if L not in cache:
+            cache[L] = len(write_container(None, container.kind, dict(container.arrays),
+                                           container.meta or None,
+                                           protect=np.zeros(L, np.uint8) if L else None))
+        return cache[L]
+    return size
+
+
+def _greedy(names, table, budget, size, base, spent, choice):
+    """Greedy upgrades of the arrays ``names`` (``table[name]``: (option, cost,
+    hazard) rows, the first one "none") while the exact protected size stays
+    within ``budget`` bytes over ``base``; ``spent``: bytes of ``"__protect__"``
+    already planned (0: none yet, its 3-byte count and the container entry
+    are then charged with the first upgrade)."""
+    cur = {n: 0 for n in names}
+    fixed = size(3) - base
     while True:
         best = None
-        for name, a in arrays.items():
-            cur = choice[name]
-            h0 = _hazard(*cur, a.nbytes, eps, sens[name], erase.get(name))
-            c0 = _cost(*cur, a.nbytes)
-            for opt in _options(a, a.dtype.itemsize):
-                if opt[0] == "parity" and name not in erase:
-                    continue     # a detection without a fallback only refuses
-                dc = _cost(*opt, a.nbytes) - c0
-                dh = h0 - _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))
+        for name in names:
+            _, c0, h0 = table[name][cur[name]]
+            for row, (opt, c, h) in enumerate(table[name]):
+                dc, dh = c - c0, h0 - h
                 if dc <= 0 or dh <= 0:
                     continue
-                extra = fixed if spent == 0 else 0
-                if spent + dc + extra > budget:
+                L = (spent or 3) + dc
+                if size(L) - base > budget:
                     continue
-                ratio = dh / (dc + extra)
+                ratio = dh / (dc + (fixed if spent == 0 else 0))
                 if best is None or ratio > best[0]:
-                    best = (ratio, name, opt, dc + extra)
+                    best = (ratio, name, row, dc)
         if best is None:
-            return choice
-        _, name, opt, dc = best
-        choice[name] = opt
-        spent += dc
+            break
+        _, name, row, dc = best
+        spent = (spent or 3) + dc
+        cur[name] = row
+    for name in names:
+        choice[name] = table[name][cur[name]][0]
+    return sum(table[n][cur[n]][2] for n in names)
+
+
+def _plan(container, eps, budget, sens, erase):
+    """Per-array greedy, and per span of consecutive arrays under one BCH code
+    (the largest t's that fit, the rest greedy): the plan of least first-order
+    hazard. Returns ({array: spec}, {array: first array of its span})."""
+    arrays = container.arrays
+    names = list(arrays)
+    size = _sizer(container)
+    base = size(0)
+    table = {}
+    for name, a in arrays.items():
+        rows = []
+        for opt in _options(a, a.dtype.itemsize):
+            if opt[0] == "parity" and name not in erase:
+                continue     # a detection without a fallback only refuses
+            rows.append((opt, _cost(*opt, a.nbytes),
+                         _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))))
+        table[name] = rows
+    choice = {}
+    best_h = _greedy(names, table, budget, size, base, 0, choice)
+    best = (dict(choice), {})
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            cov = names[i:j + 1]
+            nbytes = sum(arrays[n].nbytes for n in cov)
+            fits = [o for o in _bch_options(nbytes)
+                    if size(3 + _cost(*o, nbytes)) - base <= budget]
+            for opt in fits[-2:]:
+                m, t = opt[1]
+                h = _hazard(*opt, nbytes, eps, 1.0, None)
+                rest = names[:i] + names[j + 1:]
+                choice = {}
+                h += _greedy(rest, table, budget, size, base, 3 + _cost(*opt, nbytes), choice)
+                if h < best_h:
+                    choice[cov[0]] = ("bch", (m, t, len(cov)))
+                    best_h, best = h, (choice, {n: cov[0] for n in cov})
+    return best
 
 
 def _uniform_bch(nbytes, eps):
@@ -347,7 +399,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     -------
     (Container, dict)
         The protected image and the report: ``allocation`` (per array: scheme,
-        word_bytes, bch (``[m, t]`` or None), bytes, check_bytes,
+        word_bytes, bch (``[m, t]``, ``[m, t, s]`` for a span of s arrays, or
+        None), span_of (the first array of its BCH span, or None), bytes,
+        check_bytes (a span's on its first array),
         single_upset_change, erasure_change, first_order_change), ``base_bytes``, ``protected_bytes``,
         ``overhead``, ``predicted_label_change`` with
         ``predicted_interval`` (99%), ``method``, ``refused_rate``,
@@ -387,22 +441,32 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         erase = _erasure_damage(container, frames, clean, rng)
     else:
         sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])
+    spans = {}
     if scheme == "auto":
-        plan = _plan(container, eps, float(max_overhead) * base, sens, erase)
+        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase)
     else:
         plan = _uniform(container, "secded" if scheme == "uniform" else scheme, eps)
-    raw = protect_container(container, plan)
+    raw = protect_container(container, {n: v for n, v in plan.items() if n not in spans
+                                        or spans[n] == n})
     prot = read_container(raw)
     alloc, total_h = [], 0.0
     for name, a in container.arrays.items():
-        s, wb = plan[name]
-        h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+        first = spans.get(name)
+        if first is not None:
+            s, wb = plan[first]
+            span = [n for n in spans if spans[n] == first]
+            nbytes = sum(container.arrays[n].nbytes for n in span)
+            h = _hazard(s, wb[:2], nbytes, eps, 1.0, None) if first == name else 0.0
+            check = _cost(s, wb[:2], nbytes) - 12 if first == name else 0
+        else:
+            s, wb = plan[name]
+            h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+            check = max(0, _cost(s, wb, a.nbytes) - 12)
         total_h += h
         alloc.append({"array": name, "scheme": s, "word_bytes": None if s in ("none", "tmr",
                                                                               "bch")
                       else wb, "bch": list(wb) if s == "bch" else None,
-                      "bytes": int(a.nbytes),
-                      "check_bytes": int(max(0, _cost(s, wb, a.nbytes) - 12)),
+                      "span_of": first, "bytes": int(a.nbytes), "check_bytes": int(check),
                       "single_upset_change": sens[name],
                       "erasure_change": erase.get(name), "first_order_change": h})
     report = {"site": "image", "fault": "seu", "eps": eps, "scheme": scheme,

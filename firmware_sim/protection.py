@@ -38,7 +38,10 @@ not stored; data bit j of a word is bit ``j % 8`` of its byte ``j // 8``.
 BCH blocks: the same bit stream (bit j of the array is bit ``j % 8`` of
 byte ``j // 8``) cut into blocks of k = 2^m - 1 - r data bits, the last one
 shorter (the code shortened); the parameters are ``(m, t)`` instead of a
-word size (:mod:`firmware_sim._bch`).
+word size (:mod:`firmware_sim._bch`). One BCH entry may cover a *span* of s
+consecutive arrays, ``(m, t, s)``: their bytes concatenated in table order
+form one stream, so a model pays one table entry and one code for all of
+them (the entry's check bytes start with s, three copies, voted).
 
 Imports numpy only.
 
@@ -109,10 +112,11 @@ def check_bits_per_word(scheme, word_bytes):
 
 
 def bch_check_bytes(m, t, nbytes):
-    """Check bytes of BCH (m, t) on an array of ``nbytes`` bytes: ceil(blocks r / 8),
-    r the generator's degree (<= m t), blocks = ceil(8 nbytes / k)."""
+    """Check bytes of BCH (m, t) on a stream of ``nbytes`` bytes: 3 (the span,
+    three copies) + ceil(blocks r / 8), r the generator's degree (<= m t),
+    blocks = ceil(8 nbytes / k)."""
     r, _, nb = bch_layout(m, t, 8 * nbytes)
-    return -(-nb * r // 8)
+    return 3 + -(-nb * r // 8)
 
 
 def _n_words(nbytes, word_bytes):
@@ -123,7 +127,7 @@ def _check_nbytes(scheme, nbytes, word_bytes):
     if scheme == "tmr":
         return 2 * nbytes
     if scheme == "bch":
-        return bch_check_bytes(*word_bytes, nbytes)
+        return bch_check_bytes(word_bytes[0], word_bytes[1], nbytes)
     return -(-_n_words(nbytes, word_bytes) * check_bits_per_word(scheme, word_bytes) // 8)
 
 
@@ -134,8 +138,15 @@ def protection_bytes(plan, arrays):
     entries = [(n, s, w) for n, (s, w) in plan.items() if s != "none"]
     if not entries:
         return 0
+    names = list(arrays)
+
+    def nbytes(n, s, w):
+        if s == "bch" and len(w) == 3:
+            i = names.index(n)
+            return sum(np.asarray(arrays[x]).nbytes for x in names[i:i + w[2]])
+        return np.asarray(arrays[n]).nbytes
     return 3 + 3 * _ENTRY * len(entries) + sum(
-        _check_nbytes(s, np.asarray(arrays[n]).nbytes, w) for n, s, w in entries)
+        _check_nbytes(s, nbytes(n, s, w), w) for n, s, w in entries)
 
 
 def _words(raw, word_bytes):
@@ -221,14 +232,26 @@ def _unpack_bits(raw, n, width):
     return (bits << np.arange(width)).sum(axis=1)
 
 
-def plan_of(protect, names=None):
+def plan_of(protect, names=None, arrays=None):
     """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)}, ``(m, t)``
-    in place of word_bytes for ``bch`` (after the
-    vote of the three table copies). ``names`` (the container's array names, in
-    table order) map the stored indices to names; without it the keys are
-    indices."""
-    return {((names[i] if names is not None else i)): (s, w)
-            for i, s, w, _ in _parse_table(np.asarray(protect, np.uint8), names)}
+    in place of word_bytes for ``bch`` (``(m, t, s)`` for a span of s > 1
+    arrays), after the vote of the three table copies. ``names`` (the
+    container's array names, in table order) map the stored indices to
+    names; without it the keys are indices. A table with a BCH entry needs
+    ``arrays`` (the container's arrays: the spans are found after the check
+    bytes of the entries before them); ``names`` then defaults to its keys."""
+    p = np.asarray(protect, np.uint8)
+    if arrays is not None and names is None:
+        names = list(arrays)
+    entries = _parse_table(p, names)
+    if any(s == "bch" for _, s, _, _ in entries):
+        if arrays is None:
+            raise DeviceError("plan_of: the table has a BCH entry; pass the arrays "
+                              "(its span follows the check bytes before it)")
+        layout = _layout(p, entries, names, arrays)
+        return {names[idx]: ("bch", w[:2] if w[2] == 1 else w) if s == "bch" else (s, w)
+                for idx, s, w, _, _ in layout}
+    return {((names[i] if names is not None else i)): (s, w) for i, s, w, _ in entries}
 
 
 def _vote(a, b, c):
@@ -325,13 +348,22 @@ def protect_container(container, plan):
                                  f"of {SCHEMES}")
         if scheme == "bch":
             try:
-                m, t = (int(v) for v in wb)
+                vals = [int(v) for v in wb]
             except (TypeError, ValueError):
-                raise ContainerError(f"plan[{name!r}]: bch takes (m, t); got {wb!r}") from None
+                vals = []
+            if len(vals) not in (2, 3):
+                raise ContainerError(f"plan[{name!r}]: bch takes (m, t) or (m, t, span); got "
+                                     f"{wb!r}")
+            m, t, span = vals + [1] * (3 - len(vals))
             err = bch_params_error(m, t)
             if err:
                 raise ContainerError(f"plan[{name!r}]: bch {err}")
-            entries.append((names.index(name), name, scheme, (m, t)))
+            i = names.index(name)
+            if not 1 <= span <= min(255, len(names) - i):
+                raise ContainerError(f"plan[{name!r}]: bch span {span} must be in [1, "
+                                     f"{min(255, len(names) - i)}] (the arrays from {name!r} "
+                                     "to the last)")
+            entries.append((i, name, scheme, (m, t, span)))
             continue
         if wb not in WORD_BYTES:
             raise ContainerError(f"plan[{name!r}]: word_bytes must be one of {WORD_BYTES}; "
@@ -343,6 +375,10 @@ def protect_container(container, plan):
     if not entries:
         return container.tobytes()
     entries.sort()
+    for (i, name, scheme, wb), nxt in zip(entries, entries[1:] + [(len(names),)]):
+        if scheme == "bch" and i + wb[2] > nxt[0]:
+            raise ContainerError(f"plan[{name!r}]: its bch span of {wb[2]} arrays covers "
+                                 f"{names[nxt[0]]!r}, which the plan protects too")
     table = np.zeros((len(entries), _ENTRY), np.uint8)
     checks = []
     for row, (idx, name, scheme, wb) in enumerate(entries):
@@ -351,8 +387,12 @@ def protect_container(container, plan):
                                  "indexes the first 256 arrays")
         raw = np.frombuffer(container.arrays[name].tobytes(), np.uint8)
         if scheme == "bch":
-            table[row] = (idx, SCHEME_CODES[scheme], wb[0], wb[1])
-            chk = bch_encode_bits(np.unpackbits(raw, bitorder="little"), *wb)
+            m, t, span = wb
+            table[row] = (idx, SCHEME_CODES[scheme], m, t)
+            raw = np.frombuffer(b"".join(container.arrays[n].tobytes()
+                                         for n in names[idx:idx + span]), np.uint8)
+            chk = bch_encode_bits(np.unpackbits(raw, bitorder="little"), m, t)
+            checks.append(np.full(3, span, np.uint8))
             checks.append(np.packbits(chk.reshape(-1), bitorder="little"))
             continue
         table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
@@ -402,39 +442,20 @@ def decode_arrays(arrays, protect):
     out = dict(arrays)
     detected = {}
     stats = {"corrected_words": 0, "detected_words": 0, "voted_bits": 0}
-    pos = entries[0][3] if entries else 3
-    layout = []
-    for idx, scheme, wb, _ in entries:
-        a = arrays[names[idx]]
-        size = _check_nbytes(scheme, a.nbytes, wb)
-        layout.append((idx, scheme, wb, pos, size))
-        pos += size
-    if pos != p.size:
-        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table and the "
-                             f"check bits of its {len(entries)} entries need {pos}")
+    layout = _layout(p, entries, names, arrays)
     for idx, scheme, wb, start, size in layout:
         name = names[idx]
         a = np.asarray(arrays[name])
         raw = np.frombuffer(a.tobytes(), np.uint8)
         chk = p[start:start + size]
+        if scheme == "bch":
+            _decode_bch_span(arrays, names, idx, wb, chk, out, detected, stats)
+            continue
         if scheme == "tmr":
             c1, c2 = chk[:raw.size], chk[raw.size:]
             fixed = _vote(raw, c1, c2)
             stats["voted_bits"] += int(np.unpackbits((raw ^ c1) | (raw ^ c2)).sum())
             bad_bytes = None
-        elif scheme == "bch":
-            m, t = wb
-            r, k, nb = bch_layout(m, t, 8 * raw.size)
-            stored = np.unpackbits(chk, bitorder="little")[:nb * r].reshape(nb, r)
-            bits, corr, bad = bch_decode(np.unpackbits(raw, bitorder="little"), stored, m, t)
-            stats["corrected_words"] += int(corr.sum())
-            stats["detected_words"] += int(bad.sum())
-            fixed = np.packbits(bits, bitorder="little")
-            bad_bytes = None
-            if bad.any():
-                bad_bytes = np.zeros(raw.size, bool)
-                for b in np.flatnonzero(bad).tolist():
-                    bad_bytes[b * k // 8:min(raw.size, -(-(b + 1) * k // 8))] = True
         else:
             words = _words(raw, wb)
             if scheme == "parity":
@@ -454,6 +475,63 @@ def decode_arrays(arrays, protect):
             detected[name] = bad_bytes.reshape(-1, a.dtype.itemsize).any(axis=1) \
                 if a.size else np.zeros(0, bool)
     return out, detected, stats
+
+
+def _layout(p, entries, names, arrays):
+    """(index, scheme, params, start, size) of each entry's check bytes; a BCH
+    entry's params are (m, t, span), its span read (voted) from its first three
+    check bytes and checked before its size is computed."""
+    pos = entries[0][3] if entries else 3
+    layout = []
+    for row, (idx, scheme, wb, _) in enumerate(entries):
+        if scheme == "bch":
+            where = f"array '__protect__' entry {row}"
+            if pos + 3 > p.size:
+                raise ContainerError(f"array '__protect__' has {p.size} bytes; {where} (BCH) "
+                                     f"needs its span at bytes {pos}..{pos + 2}")
+            span = int(_vote(p[pos], p[pos + 1], p[pos + 2]))
+            nxt = entries[row + 1][0] if row + 1 < len(entries) else len(names)
+            if not 1 <= span <= nxt - idx:
+                raise ContainerError(
+                    f"{where}: BCH span s = {span} (arrays covered, check bytes 0..2) must "
+                    f"be in [1, {nxt - idx}]: from array {idx} up to "
+                    + (f"the next entry's array {nxt}" if nxt < len(names) else
+                       f"the last of the image's {len(names)} arrays"))
+            wb = (wb[0], wb[1], span)
+            nbytes = sum(np.asarray(arrays[n]).nbytes for n in names[idx:idx + span])
+        else:
+            nbytes = np.asarray(arrays[names[idx]]).nbytes
+        size = _check_nbytes(scheme, nbytes, wb)
+        layout.append((idx, scheme, wb, pos, size))
+        pos += size
+    if pos != p.size:
+        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table and the "
+                             f"check bits of its {len(entries)} entries need {pos}")
+    return layout
+
+
+def _decode_bch_span(arrays, names, idx, wb, chk, out, detected, stats):
+    """Decode one BCH entry's stream (its span of arrays) into ``out``; detected
+    blocks mark the elements they cover in ``detected``."""
+    m, t, span = wb
+    covered = [np.asarray(arrays[n]) for n in names[idx:idx + span]]
+    raw = np.frombuffer(b"".join(a.tobytes() for a in covered), np.uint8)
+    r, k, nb = bch_layout(m, t, 8 * raw.size)
+    stored = np.unpackbits(chk[3:], bitorder="little")[:nb * r].reshape(nb, r)
+    bits, corr, bad = bch_decode(np.unpackbits(raw, bitorder="little"), stored, m, t)
+    stats["corrected_words"] += int(corr.sum())
+    stats["detected_words"] += int(bad.sum())
+    fixed = np.packbits(bits, bitorder="little")
+    bad_bytes = np.zeros(raw.size, bool)
+    for b in np.flatnonzero(bad).tolist():
+        bad_bytes[b * k // 8:min(raw.size, -(-(b + 1) * k // 8))] = True
+    start = 0
+    for name, a in zip(names[idx:idx + span], covered):
+        seg = slice(start, start + a.nbytes)
+        start += a.nbytes
+        out[name] = np.frombuffer(fixed[seg].tobytes(), a.dtype).reshape(a.shape)
+        if bad_bytes[seg].any():
+            detected[name] = bad_bytes[seg].reshape(-1, a.dtype.itemsize).any(axis=1)
 
 
 def open_protected(container, cls):

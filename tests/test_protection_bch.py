@@ -20,6 +20,7 @@ from firmware_sim._bch import (
 )
 from firmware_sim.artifact import read_container, write_container
 from firmware_sim.engine.campaign import run_campaign
+from firmware_sim.errors import DeviceError
 from firmware_sim.faults import ParameterUpset
 from firmware_sim.protection import (
     bch_check_bytes,
@@ -162,16 +163,17 @@ def test_container_round_trip_sizes_and_plan():
     raw = write_container(None, "ssbc", arrays)
     plan = {"a": ("bch", (12, 6)), "b": ("bch", (5, 2)), "c": ("bch", (6, 1))}
     prot = read_container(protect_container(read_container(raw), plan))
-    assert plan_of(prot.protect, list(prot.arrays)) == plan
+    assert plan_of(prot.protect, arrays=prot.arrays) == plan
     r, k, nb = bch_layout(12, 6, 8 * 2800)
-    assert bch_check_bytes(12, 6, 2800) == -(-nb * r // 8) and r == 72 and nb == 6
+    assert bch_check_bytes(12, 6, 2800) == 3 + -(-nb * r // 8) and r == 72 and nb == 6
     assert prot.protect.size == protection_bytes(plan, arrays) == \
-        3 + 36 + bch_check_bytes(12, 6, 2800) + bch_check_bytes(5, 2, 5) + 0
+        3 + 36 + bch_check_bytes(12, 6, 2800) + bch_check_bytes(5, 2, 5) + 3
     out, det, stats = decode_arrays(dict(prot.arrays), prot.protect)
     assert not det and stats["corrected_words"] == 0
     assert all((out[n] == arrays[n]).all() for n in arrays)
     for spec, match in ((("bch", (14, 2)), "m = 14"), (("bch", (8, 0)), "t = 0"),
-                        (("bch", 8), "bch takes")):
+                        (("bch", 8), "bch takes"), (("bch", (8, 2, 4)), "span 4 must be in "
+                                                    r"\[1, 3\]")):
         with pytest.raises(ContainerError, match=match):
             protect_container(read_container(raw), {"a": spec})
 
@@ -201,6 +203,64 @@ def test_a_corrupt_bch_entry_is_refused_naming_the_field(byte, value, match):
                       .protect)
 
 
+def test_a_span_covers_consecutive_arrays_once():
+    arrays = {"a": np.arange(40, dtype=np.int16), "b": np.arange(3, dtype=np.uint8),
+              "c": np.ones(5), "d": np.arange(4, dtype=np.int32)}
+    raw = read_container(write_container(None, "ssbc", arrays))
+    plan = {"a": ("bch", (10, 3, 3)), "d": ("tmr", 4)}
+    prot = read_container(protect_container(raw, plan))
+    assert plan_of(prot.protect, arrays=prot.arrays) == plan
+    assert prot.protect.size == protection_bytes(plan, arrays) == \
+        3 + 24 + bch_check_bytes(10, 3, 80 + 3 + 40) + 32
+    a = {n: np.array(v) for n, v in prot.arrays.items()}
+    a["b"][1] ^= 0x41                                     # two upsets in the span's block
+    a["c"][4] = -3.0e300                                  # and many more: detected
+    for v in a.values():
+        v.flags.writeable = False
+    out, det, _ = decode_arrays(a, prot.protect)
+    assert sorted(det) == ["a", "b", "c"] and det["c"].all()
+    out, det, stats = decode_arrays({**a, "c": prot.arrays["c"]}, prot.protect)
+    assert not det and stats["corrected_words"] == 1
+    assert all((out[n] == arrays[n]).all() for n in arrays)
+    with pytest.raises(ContainerError, match="covers 'd', which the plan protects too"):
+        protect_container(raw, {"a": ("bch", (10, 3, 4)), "d": ("tmr", 4)})
+    with pytest.raises(DeviceError, match="pass the arrays"):
+        plan_of(prot.protect, list(prot.arrays))
+
+
+@pytest.mark.parametrize("span,match", [
+    (0, r"entry 0: BCH span s = 0 \(arrays covered, check bytes 0..2\) must be in \[1, 3\]: "
+        "from array 0 up to the next entry's array 3"),
+    (4, r"BCH span s = 4 .* must be in \[1, 3\]"),
+    (1, r"'__protect__' has \d+ bytes; its table and the check bits .* need \d+"),
+])
+def test_a_corrupt_span_is_refused_naming_the_field(span, match):
+    arrays = {"a": np.arange(40, dtype=np.int16), "b": np.arange(3, dtype=np.uint8),
+              "c": np.ones(5), "d": np.arange(4, dtype=np.int32)}
+    raw = read_container(write_container(None, "ssbc", arrays))
+    prot = read_container(protect_container(raw, {"a": ("bch", (6, 3, 3)),
+                                                  "d": ("tmr", 4)}))
+    p = np.array(prot.protect)
+    p[27:30] = span                                       # the span's three copies
+    with pytest.raises(ContainerError, match=match):
+        decode_arrays(dict(prot.arrays), p)
+    p[27:29] = 3                                          # outvoted: read as 3
+    decode_arrays(dict(prot.arrays), p)
+
+
+def test_a_wrong_span_of_the_same_size_is_detected():
+    """A span read wrong in two of its three copies but needing the same check
+    bytes (one block either way) decodes another stream: detected, not trusted."""
+    arrays = {"a": np.arange(40, dtype=np.int16), "b": np.arange(3, dtype=np.uint8),
+              "c": np.ones(5)}
+    raw = read_container(write_container(None, "ssbc", arrays))
+    prot = read_container(protect_container(raw, {"a": ("bch", (10, 3, 3))}))
+    p = np.array(prot.protect)
+    p[15:17] = 2
+    out, det, stats = decode_arrays(dict(prot.arrays), p)
+    assert sorted(det) == ["a", "b"] and stats["detected_words"] == 1
+
+
 def test_protected_bch_images_pass_the_fuzzer(tmp_path):
     import sys
     sys.path.insert(0, str(HERE))
@@ -214,7 +274,9 @@ def test_protected_bch_images_pass_the_fuzzer(tmp_path):
     path.write_bytes(protect_container(nb.container, {"weights": ("bch", (6, 2)),
                                                       "repetitions": ("bch", (5, 1)),
                                                       "bias": ("tmr", 4)}))
-    for im in _fuzz([path], "--max-flips", "400", "--per-array", "2"):
+    span = tmp_path / "nb_bch_span.edgc"
+    span.write_bytes(protect_container(nb.container, {"repetitions": ("bch", (8, 3, 4))}))
+    for im in _fuzz([path, span], "--max-flips", "400", "--per-array", "2"):
         assert im["mutants"] > 300
 
 
@@ -251,31 +313,40 @@ def _bit_positions(container):
 
 
 @pytest.mark.parametrize("kind", ["ecoc", "forest"])
-@pytest.mark.parametrize("m,t", [(9, 2), (13, 5)])
-def test_t_upsets_in_every_block_leave_every_label_unchanged(devices, glass, kind, m, t):
-    """Every array BCH-protected; t upsets in every block (data and check bits
-    alike, the check bits upset in ``__protect__``): the device loads and predicts
-    exactly the clean labels, every block corrected."""
+@pytest.mark.parametrize("m,t,span", [(9, 2, False), (13, 5, False), (13, 9, True)])
+def test_t_upsets_in_every_block_leave_every_label_unchanged(devices, glass, kind, m, t, span):
+    """Every array BCH-protected (one code each, or one span over all of them);
+    t upsets in every block (data and check bits alike, the check bits upset in
+    ``__protect__``): the device loads and predicts exactly the clean labels,
+    every block corrected."""
     dev = devices[kind]
     X, _ = glass
     c = dev.container
-    prot = read_container(protect_container(c, {n: ("bch", (m, t)) for n in c.arrays}))
+    names = list(c.arrays)
+    if span:
+        plan = {names[0]: ("bch", (m, t, len(names)))}
+        streams = [(names, sum(a.nbytes for a in c.arrays.values()))]
+    else:
+        plan = {n: ("bch", (m, t)) for n in names}
+        streams = [([n], c.arrays[n].nbytes) for n in names]
+    prot = read_container(protect_container(c, plan))
+    assert plan_of(prot.protect, arrays=prot.arrays) == plan
     fault = ParameterUpset(count=1)
     assert fault.targeted_bits(prot) == 8 * (sum(a.nbytes for a in c.arrays.values())
                                              + prot.protect.size)
     start = _bit_positions(prot)
     rng = np.random.default_rng(m * t)
-    table = 3 + 12 * len(c.arrays)
-    chk_at = start["__protect__"] + 8 * table
+    chk_at = start["__protect__"] + 8 * (3 + 12 * len(plan))
     flips, n_blocks = [], 0
-    for name, a in c.arrays.items():
-        r, k, nb = bch_layout(m, t, 8 * a.nbytes)
+    for covered, nbytes in streams:
+        first = start[covered[0]]             # the covered arrays are contiguous bits
+        r, k, nb = bch_layout(m, t, 8 * nbytes)
         for b in range(nb):
-            length = r + min(k, 8 * a.nbytes - b * k)
+            length = r + min(k, 8 * nbytes - b * k)
             for p in rng.choice(length, min(t, length), replace=False).tolist():
-                flips.append(chk_at + b * r + p if p < r else start[name] + b * k + p - r)
+                flips.append(chk_at + 24 + b * r + p if p < r else first + b * k + p - r)
         n_blocks += nb
-        chk_at += 8 * bch_check_bytes(m, t, a.nbytes)
+        chk_at += 8 * bch_check_bytes(m, t, nbytes)
     faulty = load(fault.apply_positions(prot, flips))
     frames = dev.encode(X)
     assert (faulty.labels(frames) == dev.labels(frames)).all()
@@ -357,6 +428,30 @@ def test_planner_offers_bch_and_its_prediction_lies_in_a_campaign(devices, glass
                         random_state=12345)
     lo, hi = 1 - camp.points[0].same_ci[1], 1 - camp.points[0].same_ci[0]
     assert lo - 1 / 80 <= rep2["predicted_label_change"] <= hi
+
+
+def test_planner_spans_one_code_over_the_forest_at_4_percent(devices, glass):
+    """At <= 4% one table entry and one code over consecutive arrays is what fits
+    (the container entry alone is 64 bytes): the plan is a span, the exact size
+    keeps the budget, the stored plan is the reported one, and the prediction
+    lies in an independent campaign's 99% interval."""
+    from export.protect_image import protect_image
+    dev = devices["forest"]
+    X, y = glass
+    prot, rep = protect_image(dev, X, y, eps=1e-3, max_overhead=0.04, n_trials=120,
+                              sample_bits=16, random_state=1)
+    assert rep["overhead"] <= 0.04
+    spans = {a["span_of"] for a in rep["allocation"]} - {None}
+    assert len(spans) == 1
+    first = spans.pop()
+    covered = [a["array"] for a in rep["allocation"] if a["span_of"] == first]
+    m, t, n = next(a["bch"] for a in rep["allocation"] if a["array"] == first)
+    assert n == len(covered) >= 2
+    assert plan_of(prot.protect, arrays=prot.arrays)[first] == ("bch", (m, t, n))
+    camp = run_campaign(load(prot), X, ParameterUpset(rate=1e-3), n_trials=80,
+                        random_state=12345)
+    lo, hi = 1 - camp.points[0].same_ci[1], 1 - camp.points[0].same_ci[0]
+    assert lo - 1 / 80 <= rep["predicted_label_change"] <= hi
 
 
 def test_the_firmware_writer_refuses_a_bch_protected_image(tmp_path):
