@@ -104,8 +104,12 @@ def print_report(r, out):
               f"points): upsets eps {r['eps']:g} per stored bit, scheme {r['scheme']}",
               file=out)
         for a in r["allocation"]:
+            code = ""
+            if a.get("bch"):
+                code = f" (m {a['bch'][0]}, t {a['bch'][1]}" + (
+                    f", span from {a['span_of']})" if a.get("span_of") else ")")
             print(f"  {a['array']:<16} {a['scheme']:<7} {a['bytes']:>7} B + {a['check_bytes']:>5} B "
-                  f"of checks", file=out)
+                  f"of checks{code}", file=out)
         lo, hi = r.get("predicted_interval", (float("nan"), float("nan")))
         print(f"image {r['base_bytes']} -> {r['protected_bytes']} B (overhead "
               f"{r['overhead']:.3f}); predicted label-change rate "
