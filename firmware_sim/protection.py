@@ -17,11 +17,11 @@ scheme      check bits                            on read
 ``secded``  Hamming + overall parity per word:    one upset per word corrected,
             5/6/7/8 bits per 8/16/32/64-bit word  two detected (erased); three
                                                   or more may be miscorrected
-``bch``     r <= m t per block of up to 2^m - 1       up to t upsets per block
-            bits (a binary BCH code over GF(2^m)   corrected (data or check
-            correcting t errors; the last block    bits); more are detected
-            shortened)                             (erased) or, rarely,
-                                                   miscorrected
+``bch``     r <= m t per block of up to 2^m - 1   up to t upsets per block
+            bits (a binary BCH code over GF(2^m)  corrected (data or check
+            correcting t errors; the last block   bits); more are detected
+            shortened), plus 3 bytes (the span)   (erased) or, rarely,
+                                                  miscorrected
 ``tmr``     two more copies of the array          bitwise majority of the three
 ==========  ====================================  =============================
 
