@@ -1,4 +1,4 @@
-"""Image protection under upsets (issue 27, image): planned vs SEC-DED vs none.
+"""Image protection under upsets (issue 27, image): planned vs SEC-DED vs BCH vs none.
 
 Every stored bit of the image (every array of the model, the protection's
 own ``__protect__`` included; the metadata JSON, which the device does not
@@ -9,9 +9,12 @@ kind, side by side in one process:
 * ``secded``: SEC-DED (72,64) on every word of every array (12.5% and more:
   the industry default of ECC flash); a double error in a word the kind has
   no fallback for refuses the image (an ECC trap);
+* ``bch``: one BCH code per array (blocks of up to 8191 bits; t the
+  smallest whose block fails with probability <= 1e-4 at eps);
 * ``planned <= B``: :func:`export.protect_image.protect_image` with
   ``max_overhead`` B (4% and 12.5%), per array none / parity with the kind's
-  erasure fallback / SEC-DED / triplication.
+  erasure fallback / SEC-DED / BCH / triplication, or one BCH code over a
+  span of consecutive arrays.
 
 Each row: overhead, the planner's prediction (simulated, seed 0) with its 99%
 interval, an independent campaign (``run_campaign``, ParameterUpset at the
@@ -77,7 +80,8 @@ def main(argv=None):
     ap.add_argument("--sample-bits", type=int, default=192)
     args = ap.parse_args(argv)
     rows = [("scheme", [("planned <= 4%", "auto", 0.04), ("planned <= 12.5%", "auto", 0.125),
-                        ("secded (72,64) every word", "secded", 0.0), ("none", "none", 0.0)])]
+                        ("secded (72,64) every word", "secded", 0.0),
+                        ("bch every array", "bch", 0.0), ("none", "none", 0.0)])]
     print(f"eps = {args.eps:g} per stored bit; prediction {args.trials} images (seed 0), "
           f"check campaign {args.check_trials} images (seed 7)")
     hdr = (f"{'kind':27s} {'scheme':26s} {'bytes':>6s} {'overhd':>7s} {'predicted [99%]':>22s} "
@@ -112,10 +116,21 @@ def main(argv=None):
                   f"{1 - pt.same_rate:6.3f} [{lo:.3f},{hi:.3f}] {inside:>3s} "
                   f"{rep['refused_rate']:7.2f} {pt.accuracy:5.3f} "
                   f"{time.perf_counter() - t0:5.1f}")
-            if scheme == "auto":
-                plan = [f"{a['array']}:{a['scheme']}"
-                        + (f"/{a['word_bytes']}" if a["word_bytes"] else "")
-                        for a in rep["allocation"] if a["scheme"] != "none"]
+            if scheme in ("auto", "bch"):
+                plan = []
+                for a in rep["allocation"]:
+                    if a["scheme"] == "none" or a["span_of"] not in (None, a["array"]):
+                        continue
+                    if a["span_of"]:
+                        last = [b["array"] for b in rep["allocation"]
+                                if b["span_of"] == a["array"]][-1]
+                        m, t, n = a["bch"]
+                        plan.append(f"{a['array']}..{last} ({n} arrays):bch(m={m},t={t})")
+                    else:
+                        plan.append(f"{a['array']}:{a['scheme']}"
+                                    + (f"/{a['word_bytes']}" if a["word_bytes"] else "")
+                                    + (f"(m={a['bch'][0]},t={a['bch'][1]})" if a["bch"]
+                                       else ""))
                 print(f"{'':27s}   plan: {', '.join(plan) or 'nothing'}")
 
 

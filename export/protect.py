@@ -29,7 +29,7 @@ import numpy as np
 __all__ = ["protect", "SITES", "SCHEMES", "FAULTS"]
 
 SITES = ("wire", "image", "all")
-SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "none")
+SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
 FAULTS = ("bsc", "burst", "seu")
 BITS = 16
 

@@ -4,7 +4,7 @@
 (sampled single upsets, re-loaded as the device loads them; the kind's
 erasure fallback measured unit by unit), chooses per array one scheme of
 :mod:`firmware_sim.protection` (none, parity with the kind's fallback,
-SEC-DED, triplication) greedily by label changes saved per byte under
+SEC-DED, a BCH block code, triplication) greedily by label changes saved per byte under
 ``max_overhead``, writes the protected image and predicts its label-change
 rate under independent upsets at rate ``eps`` by simulating the protected
 device (the faulty image re-loaded and decoded as the device does).
@@ -13,7 +13,7 @@ The per-array model used for ranking (the ``first_order`` figures of the
 report) is a first-order estimate: an upset of array a changes a fraction
 c_a of the labels (refused images count 1); a word whose upset is detected
 erases its owner (fraction e_a) or, without a fallback, refuses the image;
-per-word event probabilities are exact binomials. Interactions between
+per-word (per BCH block) event probabilities are exact binomials. Interactions between
 upsets have no closed form here, so the reported ``predicted_label_change``
 is **simulated** (``method`` says so, with its 99% interval).
 
@@ -29,23 +29,32 @@ Examples
 """
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
 from firmware_sim import load
-from firmware_sim.artifact import ALIGNMENT, ENTRY_SIZE, Container, read_container, \
-    write_container
+from firmware_sim.artifact import Container, read_container, write_container
 from firmware_sim.contract import BaseDevice
 from firmware_sim.engine.campaign import run_campaign
 from firmware_sim.errors import ContainerError, FrameError
 from firmware_sim.faults import ParameterUpset
-from firmware_sim.protection import WORD_BYTES, check_bits_per_word, protect_container
+from firmware_sim._bch import bch_layout, bch_params_error
+from firmware_sim.protection import WORD_BYTES, bch_check_bytes, check_bits_per_word, \
+    protect_container
 
 __all__ = ["protect_image", "IMAGE_SCHEMES"]
 
 #: ``scheme`` values: ``auto`` plans; the others protect every array alike
-#: (``uniform`` is ``secded``: every stored word the same code).
-IMAGE_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "none")
+#: (``uniform`` is ``secded``: every stored word the same code; ``bch``: every
+#: array one BCH code, t the smallest whose block fails with probability
+#: <= ``BCH_TARGET`` at ``eps``).
+IMAGE_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
+#: t offered to the planner per array (m: the smallest field whose block holds
+#: the array, at most 13: longer arrays are cut into blocks of 8191 bits).
+BCH_T = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24)
+#: Block failure probability the uniform ``bch`` scheme aims at.
+BCH_TARGET = 1e-4
 
 
 def _as_container(source):
@@ -141,7 +150,56 @@ def _options(a, itemsize):
             opts.append(("parity", wb))
             opts.append(("secded", wb))
     opts.append(("tmr", max(itemsize, 1)))
+    opts.extend(_bch_options(a.nbytes))
     return opts
+
+
+def _bch_m(nbits, t):
+    """The smallest m (5..13) whose block holds ``nbits`` data bits with t
+    corrected; 13 (several blocks) when none does; None when t is too large."""
+    for m in range(5, 14):
+        if bch_params_error(m, t):
+            continue
+        r, k, _ = bch_layout(m, t, nbits)
+        if k >= nbits:
+            return m
+    return None if bch_params_error(13, t) else 13
+
+
+def _bch_options(nbytes):
+    out = []
+    for t in BCH_T:
+        m = _bch_m(8 * nbytes, t)
+        if m is not None:
+            out.append(("bch", (m, t)))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def binomial_tail(n, t, eps):
+    """P(more than t of n independent bits are upset at rate eps), exact (a sum of
+    binomial terms from t + 1 up, stopped when the terms no longer count)."""
+    if eps <= 0.0 or t >= n:
+        return 0.0
+    if eps >= 1.0:
+        return 1.0
+    le, l1 = math.log(eps), math.log1p(-eps)
+    total, i = 0.0, t + 1
+    while i <= n:
+        term = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                        + i * le + (n - i) * l1)
+        total += term
+        if i > n * eps and term < 1e-17 * total:
+            break
+        i += 1
+    return min(1.0, total)
+
+
+def _bch_blocks(m, t, nbytes):
+    """Bits (data + check) of each block: (full blocks, their length, last length)."""
+    r, k, nb = bch_layout(m, t, 8 * nbytes)
+    last = 8 * nbytes - (nb - 1) * k
+    return nb - 1, k + r, last + r
 
 
 def _cost(scheme, wb, nbytes):
@@ -149,6 +207,8 @@ def _cost(scheme, wb, nbytes):
         return 0
     if scheme == "tmr":
         return 2 * nbytes + 12
+    if scheme == "bch":
+        return bch_check_bytes(*wb, nbytes) + 12
     words = -(-nbytes // wb)
     return -(-words * check_bits_per_word(scheme, wb) // 8) + 12
 
@@ -161,6 +221,13 @@ def _hazard(scheme, wb, nbytes, eps, c, e):
         return eps * 8 * nbytes * c
     if scheme == "tmr":
         return 8 * nbytes * (3 * eps ** 2 * (1 - eps) + eps ** 3) * c
+    if scheme == "bch":
+        # a block with more than t upsets is detected (rarely miscorrected); its
+        # elements are erased, counted as a whole loss (1): a block covers many
+        # units, and the first-order model has no per-block erasure figure
+        m, t = wb
+        full, n_full, n_last = _bch_blocks(m, t, nbytes)
+        return full * binomial_tail(n_full, t, eps) + binomial_tail(n_last, t, eps)
     words = -(-nbytes // wb)
     det = 1.0 if e is None else e
     n = 8 * wb + check_bits_per_word(scheme, wb)
@@ -174,38 +241,105 @@ def _hazard(scheme, wb, nbytes, eps, c, e):
     return words * p2 * det
 
 
-def _plan(container, eps, budget, sens, erase):
-    arrays = container.arrays
-    choice = {n: ("none", 8) for n in arrays}
-    spent = 0
-    fixed = 3 + ENTRY_SIZE + ALIGNMENT - 1
+def _sizer(container):
+    """Exact size of ``container`` written with a ``"__protect__"`` of L bytes
+    (the entry, the alignment before the arrays after it), cached per L."""
+    cache = {}
+
+    def size(L):
+        if L not in cache:
+            cache[L] = len(write_container(None, container.kind, dict(container.arrays),
+                                           container.meta or None,
+                                           protect=np.zeros(L, np.uint8) if L else None))
+        return cache[L]
+    return size
+
+
+def _greedy(names, table, budget, size, base, spent, choice):
+    """Greedy upgrades of the arrays ``names`` (``table[name]``: (option, cost,
+    hazard) rows, the first one "none") while the exact protected size stays
+    within ``budget`` bytes over ``base``; ``spent``: bytes of ``"__protect__"``
+    already planned (0: none yet, its 3-byte count and the container entry
+    are then charged with the first upgrade)."""
+    cur = {n: 0 for n in names}
+    fixed = size(3) - base
     while True:
         best = None
-        for name, a in arrays.items():
-            cur = choice[name]
-            h0 = _hazard(*cur, a.nbytes, eps, sens[name], erase.get(name))
-            c0 = _cost(*cur, a.nbytes)
-            for opt in _options(a, a.dtype.itemsize):
-                if opt[0] == "parity" and name not in erase:
-                    continue     # a detection without a fallback only refuses
-                dc = _cost(*opt, a.nbytes) - c0
-                dh = h0 - _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))
+        for name in names:
+            _, c0, h0 = table[name][cur[name]]
+            for row, (opt, c, h) in enumerate(table[name]):
+                dc, dh = c - c0, h0 - h
                 if dc <= 0 or dh <= 0:
                     continue
-                extra = fixed if spent == 0 else 0
-                if spent + dc + extra > budget:
+                L = (spent or 3) + dc
+                if size(L) - base > budget:
                     continue
-                ratio = dh / (dc + extra)
+                ratio = dh / (dc + (fixed if spent == 0 else 0))
                 if best is None or ratio > best[0]:
-                    best = (ratio, name, opt, dc + extra)
+                    best = (ratio, name, row, dc)
         if best is None:
-            return choice
-        _, name, opt, dc = best
-        choice[name] = opt
-        spent += dc
+            break
+        _, name, row, dc = best
+        spent = (spent or 3) + dc
+        cur[name] = row
+    for name in names:
+        choice[name] = table[name][cur[name]][0]
+    return sum(table[n][cur[n]][2] for n in names)
 
 
-def _uniform(container, scheme):
+def _plan(container, eps, budget, sens, erase):
+    """Per-array greedy, and per span of consecutive arrays under one BCH code
+    (the largest t's that fit, the rest greedy): the plan of least first-order
+    hazard. Returns ({array: spec}, {array: first array of its span})."""
+    arrays = container.arrays
+    names = list(arrays)
+    size = _sizer(container)
+    base = size(0)
+    table = {}
+    for name, a in arrays.items():
+        rows = []
+        for opt in _options(a, a.dtype.itemsize):
+            if opt[0] == "parity" and name not in erase:
+                continue     # a detection without a fallback only refuses
+            rows.append((opt, _cost(*opt, a.nbytes),
+                         _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))))
+        table[name] = rows
+    choice = {}
+    best_h = _greedy(names, table, budget, size, base, 0, choice)
+    best = (dict(choice), {})
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            cov = names[i:j + 1]
+            nbytes = sum(arrays[n].nbytes for n in cov)
+            fits = [o for o in _bch_options(nbytes)
+                    if size(3 + _cost(*o, nbytes)) - base <= budget]
+            for opt in fits[-2:]:
+                m, t = opt[1]
+                h = _hazard(*opt, nbytes, eps, 1.0, None)
+                rest = names[:i] + names[j + 1:]
+                choice = {}
+                h += _greedy(rest, table, budget, size, base, 3 + _cost(*opt, nbytes), choice)
+                if h < best_h:
+                    choice[cov[0]] = ("bch", (m, t, len(cov)))
+                    best_h, best = h, (choice, {n: cov[0] for n in cov})
+    return best
+
+
+def _uniform_bch(nbytes, eps):
+    """(m, t) of the uniform ``bch`` scheme: the smallest t of ``BCH_T`` whose
+    blocks fail with probability <= ``BCH_TARGET`` each (the largest if none)."""
+    opts = _bch_options(nbytes)
+    for _, (m, t) in opts:
+        full, n_full, n_last = _bch_blocks(m, t, nbytes)
+        if max(binomial_tail(n_full, t, eps) if full else 0.0,
+               binomial_tail(n_last, t, eps)) <= BCH_TARGET:
+            return m, t
+    return opts[-1][1]
+
+
+def _uniform(container, scheme, eps=0.0):
+    if scheme == "bch":
+        return {n: ("bch", _uniform_bch(a.nbytes, eps)) for n, a in container.arrays.items()}
     if scheme == "none":
         return {n: ("none", 8) for n in container.arrays}
     if scheme == "tmr":
@@ -240,10 +374,13 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         Flash budget: the protected image is at most ``(1 + max_overhead)``
         times the unprotected one (``auto`` only; the uniform schemes cost
         what they cost).
-    scheme : {"auto", "uniform", "secded", "parity", "tmr", "none"}
+    scheme : {"auto", "uniform", "secded", "parity", "tmr", "bch", "none"}
         ``auto`` plans per array; ``secded`` (= ``uniform``) protects every
         word with the (72,64) code, ``parity`` every element with a parity
-        bit, ``tmr`` every array with two copies, ``none`` nothing.
+        bit, ``tmr`` every array with two copies, ``bch`` every array with
+        one BCH code (blocks of up to 8191 bits, t the smallest of
+        ``BCH_T`` whose block fails with probability <= ``BCH_TARGET`` at
+        ``eps``), ``none`` nothing.
     random_state : int
         Seed of the sampled ranking and of the simulated prediction.
     n_trials : int
@@ -262,8 +399,10 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     -------
     (Container, dict)
         The protected image and the report: ``allocation`` (per array: scheme,
-        word_bytes, bytes, check_bytes, single_upset_change, erasure_change,
-        first_order_change), ``base_bytes``, ``protected_bytes``,
+        word_bytes, bch (``[m, t]``, ``[m, t, s]`` for a span of s arrays, or
+        None), span_of (the first array of its BCH span, or None), bytes,
+        check_bytes (a span's on its first array),
+        single_upset_change, erasure_change, first_order_change), ``base_bytes``, ``protected_bytes``,
         ``overhead``, ``predicted_label_change`` with
         ``predicted_interval`` (99%), ``method``, ``refused_rate``,
         ``first_order_label_change``, ``accuracy`` (given ``y``),
@@ -302,20 +441,32 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         erase = _erasure_damage(container, frames, clean, rng)
     else:
         sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])
+    spans = {}
     if scheme == "auto":
-        plan = _plan(container, eps, float(max_overhead) * base, sens, erase)
+        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase)
     else:
-        plan = _uniform(container, "secded" if scheme == "uniform" else scheme)
-    raw = protect_container(container, plan)
+        plan = _uniform(container, "secded" if scheme == "uniform" else scheme, eps)
+    raw = protect_container(container, {n: v for n, v in plan.items() if n not in spans
+                                        or spans[n] == n})
     prot = read_container(raw)
     alloc, total_h = [], 0.0
     for name, a in container.arrays.items():
-        s, wb = plan[name]
-        h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+        first = spans.get(name)
+        if first is not None:
+            s, wb = plan[first]
+            span = [n for n in spans if spans[n] == first]
+            nbytes = sum(container.arrays[n].nbytes for n in span)
+            h = _hazard(s, wb[:2], nbytes, eps, 1.0, None) if first == name else 0.0
+            check = _cost(s, wb[:2], nbytes) - 12 if first == name else 0
+        else:
+            s, wb = plan[name]
+            h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+            check = max(0, _cost(s, wb, a.nbytes) - 12)
         total_h += h
-        alloc.append({"array": name, "scheme": s, "word_bytes": None if s in ("none", "tmr")
-                      else wb, "bytes": int(a.nbytes),
-                      "check_bytes": int(max(0, _cost(s, wb, a.nbytes) - 12)),
+        alloc.append({"array": name, "scheme": s, "word_bytes": None if s in ("none", "tmr",
+                                                                              "bch")
+                      else wb, "bch": list(wb) if s == "bch" else None,
+                      "span_of": first, "bytes": int(a.nbytes), "check_bytes": int(check),
                       "single_upset_change": sens[name],
                       "erasure_change": erase.get(name), "first_order_change": h})
     report = {"site": "image", "fault": "seu", "eps": eps, "scheme": scheme,

@@ -1,4 +1,4 @@
-"""Image protection: per-array parity, SEC-DED or triplication, decoded on read.
+"""Image protection: per-array parity, SEC-DED, BCH or triplication, decoded on read.
 
 An upset of the stored image (a single-event upset in flash or SRAM, after
 the boot-time CRC check) is what :class:`~firmware_sim.faults.ParameterUpset`
@@ -17,6 +17,11 @@ scheme      check bits                            on read
 ``secded``  Hamming + overall parity per word:    one upset per word corrected,
             5/6/7/8 bits per 8/16/32/64-bit word  two detected (erased); three
                                                   or more may be miscorrected
+``bch``     r <= m t per block of up to 2^m - 1   up to t upsets per block
+            bits (a binary BCH code over GF(2^m)  corrected (data or check
+            correcting t errors; the last block   bits); more are detected
+            shortened), plus 3 bytes (the span)   (erased) or, rarely,
+                                                  miscorrected
 ``tmr``     two more copies of the array          bitwise majority of the three
 ==========  ====================================  =============================
 
@@ -30,6 +35,13 @@ in an array the kind has no fallback for refuses the image
 Words: the array's bytes (C order, little-endian) cut into words of
 ``word_bytes`` in {1, 2, 4, 8}, the last one padded with zero bytes that are
 not stored; data bit j of a word is bit ``j % 8`` of its byte ``j // 8``.
+BCH blocks: the same bit stream (bit j of the array is bit ``j % 8`` of
+byte ``j // 8``) cut into blocks of k = 2^m - 1 - r data bits, the last one
+shorter (the code shortened); the parameters are ``(m, t)`` instead of a
+word size (:mod:`firmware_sim._bch`). One BCH entry may cover a *span* of s
+consecutive arrays, ``(m, t, s)``: their bytes concatenated in table order
+form one stream, so a model pays one table entry and one code for all of
+them (the entry's check bytes start with s, three copies, voted).
 
 Imports numpy only.
 
@@ -48,18 +60,19 @@ Examples
 
 import numpy as np
 
+from ._bch import bch_decode, bch_encode_bits, bch_layout, bch_params_error
 from .artifact import Container, read_container, write_container
 from .errors import ContainerError, DeviceError
 
 __all__ = ["SCHEMES", "SCHEME_CODES", "protect_container", "decode_arrays", "plan_of",
            "check_bits_per_word", "protection_bytes", "secded_encode", "secded_decode",
-           "open_protected"]
+           "open_protected", "bch_check_bytes"]
 
 #: Scheme name -> code stored in ``"__protect__"``.
-SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3}
+SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3, "bch": 4}
 _SCHEME_NAMES = {v: k for k, v in SCHEME_CODES.items()}
 #: Every scheme a plan may name ("none" = not protected: no entry).
-SCHEMES = ("none", "parity", "secded", "tmr")
+SCHEMES = ("none", "parity", "secded", "tmr", "bch")
 WORD_BYTES = (1, 2, 4, 8)
 _ENTRY = 4
 
@@ -93,7 +106,17 @@ def check_bits_per_word(scheme, word_bytes):
         return 16 * word_bytes
     if scheme == "none":
         return 0
+    if scheme == "bch":
+        raise DeviceError("bch has check bits per block, not per word: use bch_check_bytes")
     raise DeviceError(f"unknown scheme {scheme!r}; expected one of {SCHEMES}")
+
+
+def bch_check_bytes(m, t, nbytes):
+    """Check bytes of BCH (m, t) on a stream of ``nbytes`` bytes: 3 (the span,
+    three copies) + ceil(blocks r / 8), r the generator's degree (<= m t),
+    blocks = ceil(8 nbytes / k)."""
+    r, _, nb = bch_layout(m, t, 8 * nbytes)
+    return 3 + -(-nb * r // 8)
 
 
 def _n_words(nbytes, word_bytes):
@@ -103,18 +126,27 @@ def _n_words(nbytes, word_bytes):
 def _check_nbytes(scheme, nbytes, word_bytes):
     if scheme == "tmr":
         return 2 * nbytes
+    if scheme == "bch":
+        return bch_check_bytes(word_bytes[0], word_bytes[1], nbytes)
     return -(-_n_words(nbytes, word_bytes) * check_bits_per_word(scheme, word_bytes) // 8)
 
 
 def protection_bytes(plan, arrays):
-    """Bytes of ``"__protect__"`` for ``plan`` ({name: (scheme, word_bytes)}) over
+    """Bytes of ``"__protect__"`` for ``plan`` ({name: (scheme, word_bytes or (m, t))}) over
     ``arrays`` ({name: ndarray}): 3 + 12 per entry (the triplicated table) plus
     the check bytes (0 when no array is protected: no ``"__protect__"``)."""
     entries = [(n, s, w) for n, (s, w) in plan.items() if s != "none"]
     if not entries:
         return 0
+    names = list(arrays)
+
+    def nbytes(n, s, w):
+        if s == "bch" and len(w) == 3:
+            i = names.index(n)
+            return sum(np.asarray(arrays[x]).nbytes for x in names[i:i + w[2]])
+        return np.asarray(arrays[n]).nbytes
     return 3 + 3 * _ENTRY * len(entries) + sum(
-        _check_nbytes(s, np.asarray(arrays[n]).nbytes, w) for n, s, w in entries)
+        _check_nbytes(s, nbytes(n, s, w), w) for n, s, w in entries)
 
 
 def _words(raw, word_bytes):
@@ -200,13 +232,26 @@ def _unpack_bits(raw, n, width):
     return (bits << np.arange(width)).sum(axis=1)
 
 
-def plan_of(protect, names=None):
-    """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)} (after the
-    vote of the three table copies). ``names`` (the container's array names, in
-    table order) map the stored indices to names; without it the keys are
-    indices."""
-    return {((names[i] if names is not None else i)): (s, w)
-            for i, s, w, _ in _parse_table(np.asarray(protect, np.uint8), names)}
+def plan_of(protect, names=None, arrays=None):
+    """The plan stored in ``"__protect__"``: {array: (scheme, word_bytes)}, ``(m, t)``
+    in place of word_bytes for ``bch`` (``(m, t, s)`` for a span of s > 1
+    arrays), after the vote of the three table copies. ``names`` (the
+    container's array names, in table order) map the stored indices to
+    names; without it the keys are indices. A table with a BCH entry needs
+    ``arrays`` (the container's arrays: the spans are found after the check
+    bytes of the entries before them); ``names`` then defaults to its keys."""
+    p = np.asarray(protect, np.uint8)
+    if arrays is not None and names is None:
+        names = list(arrays)
+    entries = _parse_table(p, names)
+    if any(s == "bch" for _, s, _, _ in entries):
+        if arrays is None:
+            raise DeviceError("plan_of: the table has a BCH entry; pass the arrays "
+                              "(its span follows the check bytes before it)")
+        layout = _layout(p, entries, names, arrays)
+        return {names[idx]: ("bch", w[:2] if w[2] == 1 else w) if s == "bch" else (s, w)
+                for idx, s, w, _, _ in layout}
+    return {((names[i] if names is not None else i)): (s, w) for i, s, w, _ in entries}
 
 
 def _vote(a, b, c):
@@ -240,6 +285,14 @@ def _parse_table(p, names):
         if code not in _SCHEME_NAMES:
             raise ContainerError(f"{where}: unknown scheme code {code} (known: "
                                  f"{dict(sorted(_SCHEME_NAMES.items()))})")
+        if _SCHEME_NAMES[code] == "bch":
+            err = bch_params_error(lw, res)
+            if err:
+                field = "field size m (byte 2)" if err.startswith("m") else \
+                    "correctable errors t (byte 3)"
+                raise ContainerError(f"{where}: BCH {field}: {err}")
+            out.append((idx, "bch", (lw, res), need))
+            continue
         if lw > 3:
             raise ContainerError(f"{where}: word size code {lw} must be in [0, 3] "
                                  "(words of 1, 2, 4, 8 bytes)")
@@ -256,10 +309,12 @@ def protect_container(container, plan):
     ----------
     container : Container or bytes
         An image without protection (its arrays are the data protected).
-    plan : dict of str -> (str, int)
+    plan : dict of str -> (str, int) or (str, (int, int))
         Array name -> (scheme, word_bytes): scheme in ``"none"``, ``"parity"``,
         ``"secded"``, ``"tmr"``; word_bytes in 1, 2, 4, 8 (ignored by
-        ``tmr``, stored as given).
+        ``tmr``, stored as given); or ``("bch", (m, t))``: blocks of up to
+        2^m - 1 bits (m in 3..13) correcting t errors (1 <= t <= min(32,
+        2^(m-1) - 1)).
 
     Returns
     -------
@@ -269,7 +324,8 @@ def protect_container(container, plan):
     Raises
     ------
     ContainerError
-        The image is already protected, an unknown array, scheme or word size.
+        The image is already protected, an unknown array, scheme, word size or
+        BCH parameters out of range.
     """
     if not isinstance(container, Container):
         container = read_container(container)
@@ -290,6 +346,25 @@ def protect_container(container, plan):
         if scheme not in SCHEMES:
             raise ContainerError(f"plan[{name!r}]: unknown scheme {scheme!r}; expected one "
                                  f"of {SCHEMES}")
+        if scheme == "bch":
+            try:
+                vals = [int(v) for v in wb]
+            except (TypeError, ValueError):
+                vals = []
+            if len(vals) not in (2, 3):
+                raise ContainerError(f"plan[{name!r}]: bch takes (m, t) or (m, t, span); got "
+                                     f"{wb!r}")
+            m, t, span = vals + [1] * (3 - len(vals))
+            err = bch_params_error(m, t)
+            if err:
+                raise ContainerError(f"plan[{name!r}]: bch {err}")
+            i = names.index(name)
+            if not 1 <= span <= min(255, len(names) - i):
+                raise ContainerError(f"plan[{name!r}]: bch span {span} must be in [1, "
+                                     f"{min(255, len(names) - i)}] (the arrays from {name!r} "
+                                     "to the last)")
+            entries.append((i, name, scheme, (m, t, span)))
+            continue
         if wb not in WORD_BYTES:
             raise ContainerError(f"plan[{name!r}]: word_bytes must be one of {WORD_BYTES}; "
                                  f"got {wb!r}")
@@ -300,14 +375,27 @@ def protect_container(container, plan):
     if not entries:
         return container.tobytes()
     entries.sort()
+    for (i, name, scheme, wb), nxt in zip(entries, entries[1:] + [(len(names),)]):
+        if scheme == "bch" and i + wb[2] > nxt[0]:
+            raise ContainerError(f"plan[{name!r}]: its bch span of {wb[2]} arrays covers "
+                                 f"{names[nxt[0]]!r}, which the plan protects too")
     table = np.zeros((len(entries), _ENTRY), np.uint8)
     checks = []
     for row, (idx, name, scheme, wb) in enumerate(entries):
         if idx > 255:
             raise ContainerError(f"array {name!r} is the image's array #{idx}; the table "
                                  "indexes the first 256 arrays")
-        table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
         raw = np.frombuffer(container.arrays[name].tobytes(), np.uint8)
+        if scheme == "bch":
+            m, t, span = wb
+            table[row] = (idx, SCHEME_CODES[scheme], m, t)
+            raw = np.frombuffer(b"".join(container.arrays[n].tobytes()
+                                         for n in names[idx:idx + span]), np.uint8)
+            chk = bch_encode_bits(np.unpackbits(raw, bitorder="little"), m, t)
+            checks.append(np.full(3, span, np.uint8))
+            checks.append(np.packbits(chk.reshape(-1), bitorder="little"))
+            continue
+        table[row] = (idx, SCHEME_CODES[scheme], wb.bit_length() - 1, 0)
         if scheme == "tmr":
             checks.append(np.concatenate([raw, raw]))
             continue
@@ -337,8 +425,9 @@ def decode_arrays(arrays, protect):
     -------
     (dict, dict, dict)
         The corrected arrays (same order); per array with a detected,
-        uncorrected word, the bool mask of its elements that such a word
-        covers; counts ``corrected_words``, ``detected_words``,
+        uncorrected word (or BCH block), the bool mask of its elements that
+        such a word covers; counts ``corrected_words``, ``detected_words``
+        (BCH: blocks),
         ``voted_bits`` (TMR bits where the copies disagreed).
 
     Raises
@@ -353,21 +442,15 @@ def decode_arrays(arrays, protect):
     out = dict(arrays)
     detected = {}
     stats = {"corrected_words": 0, "detected_words": 0, "voted_bits": 0}
-    pos = entries[0][3] if entries else 3
-    layout = []
-    for idx, scheme, wb, _ in entries:
-        a = arrays[names[idx]]
-        size = _check_nbytes(scheme, a.nbytes, wb)
-        layout.append((idx, scheme, wb, pos, size))
-        pos += size
-    if pos != p.size:
-        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table and the "
-                             f"check bits of its {len(entries)} entries need {pos}")
+    layout = _layout(p, entries, names, arrays)
     for idx, scheme, wb, start, size in layout:
         name = names[idx]
         a = np.asarray(arrays[name])
         raw = np.frombuffer(a.tobytes(), np.uint8)
         chk = p[start:start + size]
+        if scheme == "bch":
+            _decode_bch_span(arrays, names, idx, wb, chk, out, detected, stats)
+            continue
         if scheme == "tmr":
             c1, c2 = chk[:raw.size], chk[raw.size:]
             fixed = _vote(raw, c1, c2)
@@ -392,6 +475,63 @@ def decode_arrays(arrays, protect):
             detected[name] = bad_bytes.reshape(-1, a.dtype.itemsize).any(axis=1) \
                 if a.size else np.zeros(0, bool)
     return out, detected, stats
+
+
+def _layout(p, entries, names, arrays):
+    """(index, scheme, params, start, size) of each entry's check bytes; a BCH
+    entry's params are (m, t, span), its span read (voted) from its first three
+    check bytes and checked before its size is computed."""
+    pos = entries[0][3] if entries else 3
+    layout = []
+    for row, (idx, scheme, wb, _) in enumerate(entries):
+        if scheme == "bch":
+            where = f"array '__protect__' entry {row}"
+            if pos + 3 > p.size:
+                raise ContainerError(f"array '__protect__' has {p.size} bytes; {where} (BCH) "
+                                     f"needs its span at bytes {pos}..{pos + 2}")
+            span = int(_vote(p[pos], p[pos + 1], p[pos + 2]))
+            nxt = entries[row + 1][0] if row + 1 < len(entries) else len(names)
+            if not 1 <= span <= nxt - idx:
+                raise ContainerError(
+                    f"{where}: BCH span s = {span} (arrays covered, check bytes 0..2) must "
+                    f"be in [1, {nxt - idx}]: from array {idx} up to "
+                    + (f"the next entry's array {nxt}" if nxt < len(names) else
+                       f"the last of the image's {len(names)} arrays"))
+            wb = (wb[0], wb[1], span)
+            nbytes = sum(np.asarray(arrays[n]).nbytes for n in names[idx:idx + span])
+        else:
+            nbytes = np.asarray(arrays[names[idx]]).nbytes
+        size = _check_nbytes(scheme, nbytes, wb)
+        layout.append((idx, scheme, wb, pos, size))
+        pos += size
+    if pos != p.size:
+        raise ContainerError(f"array '__protect__' has {p.size} bytes; its table and the "
+                             f"check bits of its {len(entries)} entries need {pos}")
+    return layout
+
+
+def _decode_bch_span(arrays, names, idx, wb, chk, out, detected, stats):
+    """Decode one BCH entry's stream (its span of arrays) into ``out``; detected
+    blocks mark the elements they cover in ``detected``."""
+    m, t, span = wb
+    covered = [np.asarray(arrays[n]) for n in names[idx:idx + span]]
+    raw = np.frombuffer(b"".join(a.tobytes() for a in covered), np.uint8)
+    r, k, nb = bch_layout(m, t, 8 * raw.size)
+    stored = np.unpackbits(chk[3:], bitorder="little")[:nb * r].reshape(nb, r)
+    bits, corr, bad = bch_decode(np.unpackbits(raw, bitorder="little"), stored, m, t)
+    stats["corrected_words"] += int(corr.sum())
+    stats["detected_words"] += int(bad.sum())
+    fixed = np.packbits(bits, bitorder="little")
+    bad_bytes = np.zeros(raw.size, bool)
+    for b in np.flatnonzero(bad).tolist():
+        bad_bytes[b * k // 8:min(raw.size, -(-(b + 1) * k // 8))] = True
+    start = 0
+    for name, a in zip(names[idx:idx + span], covered):
+        seg = slice(start, start + a.nbytes)
+        start += a.nbytes
+        out[name] = np.frombuffer(fixed[seg].tobytes(), a.dtype).reshape(a.shape)
+        if bad_bytes[seg].any():
+            detected[name] = bad_bytes[seg].reshape(-1, a.dtype.itemsize).any(axis=1)
 
 
 def open_protected(container, cls):

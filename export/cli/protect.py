@@ -18,7 +18,7 @@ __all__ = ["register", "run_protect_cli", "run_demo_stage"]
 
 _SITES = ("wire", "image", "all")
 _FAULTS = ("bsc", "burst", "seu")
-_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "none")
+_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
 
 
 def register(sub):
@@ -49,7 +49,7 @@ def register(sub):
                    "copies per bit on average)")
     p.add_argument("--scheme", default="auto", choices=_SCHEMES,
                    help="auto: the planner; uniform: every wire bit the same copies; tmr: "
-                   "every bit three times; none; secded, parity: the image site")
+                   "every bit three times; none; secded, parity, bch: the image site")
     p.add_argument("--mean-burst", type=float, default=8.0, help="mean burst length (burst)")
     p.add_argument("--trials", type=positive_int, default=400,
                    help="campaign trials per point (and of a simulated prediction)")
@@ -104,8 +104,12 @@ def print_report(r, out):
               f"points): upsets eps {r['eps']:g} per stored bit, scheme {r['scheme']}",
               file=out)
         for a in r["allocation"]:
+            code = ""
+            if a.get("bch"):
+                code = f" (m {a['bch'][0]}, t {a['bch'][1]}" + (
+                    f", span from {a['span_of']})" if a.get("span_of") else ")")
             print(f"  {a['array']:<16} {a['scheme']:<7} {a['bytes']:>7} B + {a['check_bytes']:>5} B "
-                  f"of checks", file=out)
+                  f"of checks{code}", file=out)
         lo, hi = r.get("predicted_interval", (float("nan"), float("nan")))
         print(f"image {r['base_bytes']} -> {r['protected_bytes']} B (overhead "
               f"{r['overhead']:.3f}); predicted label-change rate "
