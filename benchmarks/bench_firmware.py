@@ -699,9 +699,11 @@ def table_models():
     return out
 
 
-def _estimate_cell(dev, target):
-    """The profile's cycle estimate per inference and flash estimate for the
-    target, or ("-", "-") when no profile models it."""
+def _estimate_cell(dev, target, frames):
+    """The profile's cycle estimate per inference (the calibrated model on the
+    device and the measured frames, their median as the measured column; the
+    operation classes where the profile has no prices for the kind) and flash
+    estimate for the target, or ("-", "-") when no profile models it."""
     from firmware_sim.profiles import estimate
 
     name = TARGETS[target].profile or target
@@ -711,7 +713,9 @@ def _estimate_cell(dev, target):
         return "-", "-"
     res = dev.resources()
     try:
-        cyc = estimate(p, res)["cycles"]
+        est = estimate(p, dev, frames=frames)
+        per = est.get("cycles_per_frame")
+        cyc = float(np.median(per)) if per is not None else est["cycles"]
     except Exception as exc:  # a profile under construction: say so, do not stop
         return f"error: {str(exc)[:40]}", "-"
     r = annotate(res, p)
@@ -848,14 +852,15 @@ def run_targets(work, targets, kinds=None, emlearn_rows=True):
             except RuntimeError as exc:
                 rows.append([kind, target] + ["-"] * 9 + [str(exc).splitlines()[0][:80], "-"])
                 continue
-            est_c, est_f = _estimate_cell(dev, target)
+            est_c, est_f = _estimate_cell(dev, target, frames)
             rows.append([kind, target, *r[:6], est_c, est_f, r[6], r[7],
                          f"{time.perf_counter() - t1:.0f}"])
     print("\n# targets: ours per kind and target; flash/RAM/stack of build_firmware's size "
           "probe (AVR stack: simavr peak; others: call graph), open/infer: exact cycles on "
           "AVR (simavr), instructions on Cortex-M4 (QEMU, one per block) and RV32 (QEMU "
           "-icount), median over the frames; est_*: firmware_sim.profiles.estimate with the "
-          "target's profile ('-': no profile)")
+          "target's profile on the device and the same frames (calibrated cost model where the "
+          "profile prices the kind; '-': no profile)")
     print_table(["kind", "target", "flash_B", "ram_B", "stack_B", "image_B", "open",
                  "infer", "est_infer_cycles", "est_flash_B", "unit", "vs_firmware_sim",
                  "wall_s"], rows)
