@@ -59,11 +59,36 @@ def shippable(cls):
 
 
 def _set_task(task):
+    # one campaign thread per process: the pool is the parallelism
+    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
     from firmware_sim.profiles import DeviceProfile
     shippable(DeviceProfile)
     _WORKER_TASK[0] = task
-    # one campaign thread per process: the pool is the parallelism
-    os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+    _warm_imports()
+
+
+def _warm_imports():
+    """Import what every work item needs (numpy, scikit-learn, numba, the kinds'
+    kernels: seconds per process), so that a worker pays for it while the main
+    process screens the first round, not inside its first item (issue 28)."""
+    import importlib
+
+    from export.registry import kind_specs
+    for spec in kind_specs():           # the kinds and their kernels
+        importlib.import_module(type(spec).__module__)
+    # what export.budget (imported by the first item's unpickling) stands on
+    for name in ("export._budget_space", "export._budget_front", "firmware_sim.campaign",
+                 "sklearn.ensemble", "sklearn.tree",
+                 "sklearn.naive_bayes", "sklearn.linear_model"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
+def _ready():
+    """A no-op work item: submitting one per worker spawns the pool at once."""
+    return os.getpid()
 
 
 def _call_with_task(fn, args):
@@ -121,6 +146,11 @@ class PoolEvaluator(Evaluator):
         self.pool = cf.ProcessPoolExecutor(max_workers=self.width,
                                            mp_context=mp.get_context("spawn"),
                                            initializer=_set_task, initargs=(task,))
+        # the executor spawns a process per submission while none is idle: one
+        # no-op per worker starts them all now (spawn, imports, the task's rows),
+        # overlapped with this process's screening of the first round
+        for _ in range(self.width):
+            self.pool.submit(_ready)
 
     def map(self, fn, items):
         futs = [self.pool.submit(_call_with_task, fn, tuple(args)) for args in items]

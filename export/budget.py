@@ -1291,7 +1291,9 @@ def _run_items(run, keep, total, baseline=None):
     """Evaluate ``(cfg, lb)`` pairs (in chunks the evaluator runs at once, so the time
     limit holds); the entries' indices (None for what is not an entry)."""
     ctx, ev, out = _ctx(run), run.evaluator, []
-    step = max(1, 2 * ev.width)
+    # chunks of twice the width keep a time limit; without one, every item at
+    # once (no barrier between chunks, where a worker would wait for a straggler)
+    step = max(1, 2 * ev.width) if run.opts.budget_s is not None else max(1, len(keep))
     for k in range(0, len(keep), step):
         if run.out_of_time():
             run.stopped, run.not_evaluated = True, run.not_evaluated + len(keep) - k
