@@ -177,22 +177,14 @@ def _bch_options(nbytes):
 
 @lru_cache(maxsize=65536)
 def binomial_tail(n, t, eps):
-    """P(more than t of n independent bits are upset at rate eps), exact (a sum of
-    binomial terms from t + 1 up, stopped when the terms no longer count)."""
+    """P(more than t of n independent bits are upset at rate eps), exact
+    (scipy's binomial survival function, cached: the planner asks for the same
+    block lengths many times)."""
+    from scipy.stats import binom
+
     if eps <= 0.0 or t >= n:
         return 0.0
-    if eps >= 1.0:
-        return 1.0
-    le, l1 = math.log(eps), math.log1p(-eps)
-    total, i = 0.0, t + 1
-    while i <= n:
-        term = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                        + i * le + (n - i) * l1)
-        total += term
-        if i > n * eps and term < 1e-17 * total:
-            break
-        i += 1
-    return min(1.0, total)
+    return min(1.0, float(binom.sf(t, n, eps)))
 
 
 def _bch_blocks(m, t, nbytes):
