@@ -604,17 +604,12 @@ def _jsonable(obj):
 # --------------------------------------------------------------------------
 # measuring
 # --------------------------------------------------------------------------
-def _target_for(profile, profile_arg):
-    if profile.name in PROFILE_TARGETS:
-        return PROFILE_TARGETS[profile.name]
-    if isinstance(profile_arg, (str, os.PathLike)) and str(profile_arg).endswith(".json"):
-        try:
-            base = json.loads(Path(profile_arg).read_text(encoding="utf-8")).get("base",
-                                                                                  "cortex-m0")
-            return PROFILE_TARGETS.get(base)
-        except (OSError, ValueError, AttributeError):
-            return None
-    return None
+def _target_for(profile):
+    """The firmware target the profile's points are built for: a built-in
+    profile's own, or the built-in one a profile file is based on (its
+    ``runtime_profile``, which a .json or .toml file inherits from ``base``);
+    None when that has no target."""
+    return PROFILE_TARGETS.get(profile.runtime_profile)
 
 
 def _memory(export_result, profile, build_target):
@@ -963,13 +958,13 @@ def _start(opts):
     t_start = time.perf_counter()
     prof = get_profile(opts.profile)
     flt = make_budget_fault(opts.fault, opts.eps, opts.fault_params)
-    target = _target_for(prof, opts.profile)
+    target = _target_for(prof)
     build_target = None
     if opts.build is True:
         from export.firmware import toolchain_missing
         if target is None:
             raise ValueError(f"build: no firmware target for profile {prof.name!r} (built-in "
-                             f"profiles {sorted(PROFILE_TARGETS)}, or a JSON file with a "
+                             f"profiles {sorted(PROFILE_TARGETS)}, or a .json/.toml file with a "
                              "'base')")
         missing = toolchain_missing(target)
         if missing:

@@ -217,3 +217,23 @@ def test_worker_processes_give_the_same_built_front(cli_run):
                          (got["search"]["evaluated"], doc["search"]["evaluated"])):
         assert [[e[k] for k in keys] for e in mine] == [[e[k] for k in keys] for e in theirs]
     assert got["recommended"] == doc["recommended"]
+
+
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_a_profile_file_builds_for_the_target_of_its_base(tmp_path, suffix):
+    """A profile file over an AVR part is built and counted for that part, whether
+    it is written in JSON or TOML (the base used to be read from .json files only)."""
+    if suffix == ".toml" and sys.version_info < (3, 11):
+        pytest.skip("TOML profiles need tomllib (Python >= 3.11)")
+    from firmware_sim.profiles import load_profile
+    path = tmp_path / f"my-uno{suffix}"
+    path.write_text('{"base": "atmega328p", "ram_bytes": 2048}' if suffix == ".json"
+                    else 'base = "atmega328p"\nram_bytes = 2048\n', encoding="utf-8")
+    prof = load_profile(str(path))
+    assert prof.name == "my-uno"
+    assert budget._target_for(prof) == "atmega328p"
+    assert budget._target_for(load_profile("cortex-m4")) == "cortex-m4"
+    plain = tmp_path / f"plain{suffix}"             # no base: cortex-m0's target
+    plain.write_text('{"ram_bytes": 4096}' if suffix == ".json" else "ram_bytes = 4096\n",
+                     encoding="utf-8")
+    assert budget._target_for(load_profile(str(plain))) == "cortex-m0plus"
