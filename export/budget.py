@@ -86,7 +86,6 @@ only), ``"image"`` the stored bits of the model (``seu``).
 
 import json
 import math
-import os
 import tempfile
 import time
 import warnings
