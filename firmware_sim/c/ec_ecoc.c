@@ -17,9 +17,9 @@
  * per column, the symbols its tree can reach are its learner's.
  *
  * ecoc_infer streams: each score is accumulated, compared and
- * forgotten, the learner symbols go straight into decision[0..m), the
- * packed binary decoder packs a byte of them at a time and adds its
- * popcounts into decision[m..m+c). No workspace is needed. Linear scores
+ * forgotten, the learner symbols go straight into decision[0..m), and each
+ * class's doubled distance, counted along its row of the code, into
+ * decision[m..m+c). No workspace is needed. Linear scores
  * take the narrowest exact arithmetic the image allows (EC_LIN_*, chosen in
  * rule 10's pass; docs/firmware.md, "Narrow arithmetic").
  *
@@ -36,7 +36,6 @@
  * little-endian: the host, Cortex-M, AVR and RISC-V alike).
  */
 #include "ec_kind.h"
-#include "ec_trees.h"
 
 /* the learner kinds compiled in (1: yes); without a setting, both */
 #ifndef EC_ECOC_LINEAR
@@ -45,6 +44,39 @@
 #ifndef EC_ECOC_TREES
 #define EC_ECOC_TREES 1
 #endif
+/* the arithmetic of linear scores compiled in (1: yes; each 1 without a
+ * setting; `edgecode firmware` writes the model's one, the
+ * export.ecoc.linear_accumulator of its image): EC_ECOC_ACC32 (16 x 16-bit
+ * products, 32-bit sums), EC_ECOC_W16 (the same products, 64-bit sums in two
+ * 32-bit words) and EC_ECOC_I64 (int64 products and sums, which runs any
+ * image). The open takes the narrowest one compiled in that the image's
+ * bounds allow, and refuses the image with EC_ERR_KIND when there is none. */
+#ifndef EC_ECOC_ACC32
+#define EC_ECOC_ACC32 1
+#endif
+#ifndef EC_ECOC_W16
+#define EC_ECOC_W16 1
+#endif
+#ifndef EC_ECOC_I64
+#define EC_ECOC_I64 1
+#endif
+
+/* the node widths of tree learners compiled in (1, 2 or 4 bytes; 0, the
+ * default: any width, read at run time; `edgecode firmware` writes the
+ * model's): an image of other widths is refused with EC_ERR_KIND */
+#ifndef EC_ECOC_ROOT_BYTES
+#define EC_ECOC_ROOT_BYTES 0
+#endif
+#ifndef EC_ECOC_FEATURE_BYTES
+#define EC_ECOC_FEATURE_BYTES 0
+#endif
+#ifndef EC_ECOC_REF_BYTES
+#define EC_ECOC_REF_BYTES 0
+#endif
+#define EC_TREES_ROOT_BYTES EC_ECOC_ROOT_BYTES
+#define EC_TREES_FEATURE_BYTES EC_ECOC_FEATURE_BYTES
+#define EC_TREES_REF_BYTES EC_ECOC_REF_BYTES
+#include "ec_trees.h"
 
 typedef struct ecoc_learner ecoc_learner;
 
@@ -54,7 +86,6 @@ typedef struct {
     const EC_ROM int32_t *unused_count;   /* (c,)                              */
     const EC_ROM int32_t *col_cls_offset, *col_n_cls; /* (m,)                  */
     const EC_ROM int16_t *col_classes;    /* (sum col_n_cls,)                  */
-    const EC_ROM uint64_t *code_bits, *code_used; /* (c, words) when n_symbols == 2 */
     const EC_ROM uint64_t *in_center_bits; /* (d,) the float64 centers, as bit patterns */
     const EC_ROM int8_t *in_shift;        /* (d,) input quantizer exponents    */
     /* linear */
@@ -64,7 +95,6 @@ typedef struct {
     /* trees: the compact node format (ec_trees.h), one tree per column */
     ec_trees trees;
     uint32_t n_classes, n_columns, n_symbols, n_features;
-    uint32_t code_words;
     uint32_t n_outputs;                   /* k                                 */
     const EC_ROM ecoc_learner *learner;   /* its kind's entry of ecoc_learners */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
@@ -125,14 +155,6 @@ static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt,
 }
 
 #define AS(type, arr) ((const EC_ROM type *)(const EC_ROM void *)(arr).data)
-
-/* set bits of a byte, in 8-bit operations (one register on AVR) */
-static uint8_t popcount8(uint8_t x)
-{
-    x = (uint8_t)(x - ((x >> 1) & 0x55u));
-    x = (uint8_t)((x & 0x33u) + ((x >> 2) & 0x33u));
-    return (uint8_t)((x + (x >> 4)) & 0x0Fu);
-}
 
 /* ---- linear learners (rules 9, 10) ---------------------------------------- */
 #if EC_ECOC_LINEAR
@@ -214,7 +236,15 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
         if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
             mode = EC_LIN_W16;
     }
-    mo->lin_mode = EC_NARROW ? mode : EC_LIN_WIDE;
+    if (!EC_NARROW)
+        mode = EC_LIN_WIDE;
+    if (mode == EC_LIN_ACC32 && !EC_ECOC_ACC32)
+        mode = EC_LIN_W16; /* exact too: the same products, a wider sum */
+    if (mode == EC_LIN_W16 && !EC_ECOC_W16)
+        mode = EC_LIN_WIDE;
+    if (mode == EC_LIN_WIDE && !EC_ECOC_I64)
+        return EC_ERR_KIND; /* the image needs an arithmetic not compiled in */
+    mo->lin_mode = mode;
     mo->lin_weights = w;
     mo->lin_bias = b;
     mo->col_n_out = n_out;
@@ -246,6 +276,8 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     /* rule 11: the node arrays, one tree per column */
     if ((s = ec_trees_open(img, m, t)) != EC_OK)
         return s;
+    if (!EC_TREES_WIDTHS_OK(t))
+        return EC_ERR_KIND; /* node widths not compiled in */
     t->n_leaves = L; /* a reference r < N is the leaf of symbol r */
     t->n_features = mo->n_features;
     /* rules 12 and 14: features, preorder, every node referenced once, depth */
@@ -258,7 +290,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     for (j = 0, next = 0; j < m; j++) {
         const EC_ROM int16_t *cls = mo->col_classes + mo->col_cls_offset[j];
         int32_t ncls = mo->col_n_cls[j];
-        uint32_t i, a, b, r = ec_trees_rd(t->root, t->root_bytes, j);
+        uint32_t i, a, b, r = EC_TREES_ROOT(t, j);
         if (ncls >= (int32_t)L)
             continue;
         if (r < L) { /* a one-leaf tree */
@@ -268,13 +300,13 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
         }
         if (next <= j)
             next = j + 1u;
-        while (next < m && ec_trees_rd(t->root, t->root_bytes, next) < L)
+        while (next < m && EC_TREES_ROOT(t, next) < L)
             next++;
         a = r - L;
-        b = next < m ? ec_trees_rd(t->root, t->root_bytes, next) - L : t->n_nodes;
+        b = next < m ? EC_TREES_ROOT(t, next) - L : t->n_nodes;
         for (i = a; i < b; i++) {
-            uint32_t lr = ec_trees_rd(t->left, t->ref_bytes, i);
-            uint32_t rr = ec_trees_rd(t->right, t->ref_bytes, i);
+            uint32_t lr = EC_TREES_LEFT(t, i);
+            uint32_t rr = EC_TREES_RIGHT(t, i);
             if ((lr < L && !has_symbol(cls, ncls, lr)) || (rr < L && !has_symbol(cls, ncls, rr)))
                 return EC_ERR_RULE;
         }
@@ -439,13 +471,10 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
         words = (m + 63u) / 64u; /* m < 2^31 */
         if ((s = get_array(img, EC_STR("code_bits"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        mo->code_bits = AS(uint64_t, a);
         pb = a.data;
         if ((s = get_array(img, EC_STR("code_used"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        mo->code_used = AS(uint64_t, a);
         pu = a.data;
-        mo->code_words = words;
         /* bit j of a row is bit j % 8 of its byte j / 8; the bits from m to 64
            words are 0 */
         nbytes = 8u * words;
@@ -507,7 +536,7 @@ static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
 
 static uint32_t ecoc_workspace_bytes(const ec_model *model)
 {
-    (void)model; /* everything streams: scores, symbols and packed words */
+    (void)model; /* everything streams: scores, symbols and distances */
     return 0u;
 }
 
@@ -562,6 +591,7 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
 /* b + sum q[f] w[f stride], the int16 weights read as the low halves
  * (little-endian) of the int32 entries, in 32 bits (EC_LIN_ACC32). Its own
  * function, not inlined: the loop keeps every variable in a register. */
+#if EC_ECOC_ACC32
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
@@ -574,28 +604,48 @@ static int32_t linear_score32(const int16_t *q, const int16_t *end, const EC_ROM
         EC_MAC16(acc, *q, *w16);
     return acc;
 }
+#endif
+
+/* A score: int32 when the 32-bit sums are the only arithmetic compiled in. */
+#if EC_ECOC_W16 || EC_ECOC_I64
+typedef int64_t ecoc_score;
+#else
+typedef int32_t ecoc_score;
+#endif
 
 /* lin_bias[o] + sum_f q_f lin_weights[f, o], exactly (rule 10 bounds every
  * partial sum by 2^63 - 1), in the arithmetic lin_mode says. */
-static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
+static ecoc_score linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
 {
     const EC_ROM int32_t *w = m->lin_weights + o;
     const int16_t *end = q + m->n_features;
-    uint32_t k = m->n_outputs, lo = 0u, hi = 0u;
-    if (m->lin_mode == EC_LIN_ACC32)   /* |partial sums| < 2^31 */
+    uint32_t k = m->n_outputs;
+#if EC_ECOC_ACC32
+    if (m->lin_mode == EC_LIN_ACC32) /* |partial sums| < 2^31 */
         return linear_score32(q, end, w, k, (int32_t)m->lin_bias[o]);
+#endif
+#if EC_ECOC_W16
     if (m->lin_mode == EC_LIN_W16) {
+        uint32_t lo = 0u, hi = 0u;
         for (; q != end; q++, w += k)
             EC_ADD2W(lo, hi, (int32_t)*q * (int16_t)*w);
         /* modulo 2^64: the exact score fits int64 */
         return (int64_t)((uint64_t)m->lin_bias[o] + (((uint64_t)hi << 32) | lo));
     }
+#endif
+#if EC_ECOC_I64
     {
         int64_t acc = m->lin_bias[o];
         for (; q != end; q++, w += k)
             acc += (int64_t)*q * (int64_t)*w;
         return acc;
     }
+#else
+    (void)end;
+    (void)w;
+    (void)k;
+    return 0; /* not reached: the open picks a path compiled in */
+#endif
 }
 
 /* Each column's symbol: the sign of its one score, or its first argmax. */
@@ -610,10 +660,10 @@ static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_
         if (k == 1) {
             pick = linear_score(m, q, o) > 0;
         } else if (k > 1) { /* first argmax */
-            int64_t top = linear_score(m, q, o);
+            ecoc_score top = linear_score(m, q, o);
             int32_t t;
             for (t = 1; t < k; t++) {
-                int64_t v = linear_score(m, q, o + (uint32_t)t);
+                ecoc_score v = linear_score(m, q, o + (uint32_t)t);
                 if (v > top) {
                     top = v;
                     pick = t;
@@ -645,7 +695,7 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t c, n, j, r, best;
+    uint32_t c, n, r, best;
     int64_t *dist;
     int32_t arg;
     ec_status s;
@@ -664,36 +714,20 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
 
     /* doubled distances -> decision[n .. n + c) and the first class with the
        smallest, in 32 bits: 2 cnt + unused_count[r] <= 2 n <= 2^32 - 2 (the
-       unused entries are never counted; n < 2^31, rule 1), below best's start */
+       unused entries are never counted; n < 2^31, rule 1), below best's
+       start. The code's int16 rows serve every alphabet (for N = 2 they hold
+       what the packed rows do, rule 7). */
     {
-        /* N = 2: the packed rows as bytes (little-endian words: byte b of a row
-           holds columns 8b .. 8b + 7), the learners' bits (0 or 1) packed a
-           byte at a time; else the code's int16 rows */
-        const EC_ROM uint8_t *bits = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_bits;
-        const EC_ROM uint8_t *used = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_used;
         const EC_ROM int16_t *row = m->code;
-        uint32_t pad = 8u * m->code_words - (n + 7u) / 8u; /* the row bytes past column n */
         best = 0xFFFFFFFFu;
         arg = 0;
         for (r = 0; r < c; r++) {
+            const EC_ROM int16_t *end = row + n;
+            const int64_t *dj = decision;
             uint32_t cnt = 0u, dd;
-            if (bits != 0) {
-                for (j = 0; j < n; bits++, used++) {
-                    uint8_t w = 0u, bit;
-                    for (bit = 1u; bit != 0u && j < n; bit = (uint8_t)(bit << 1), j++)
-                        if ((uint8_t)decision[j] != 0u)
-                            w |= bit;
-                    cnt += popcount8((uint8_t)((w ^ *bits) & *used));
-                }
-                bits += pad;
-                used += pad;
-            } else {
-                const EC_ROM int16_t *end = row + n;
-                const int64_t *dj = decision;
-                for (; row != end; row++, dj++) {
-                    int16_t v = *row;
-                    cnt += v >= 0 && v != (int16_t)*dj;
-                }
+            for (; row != end; row++, dj++) {
+                int16_t v = *row;
+                cnt += v >= 0 && v != (int16_t)*dj;
             }
             dd = 2u * cnt + (uint32_t)m->unused_count[r];
             dist[r] = (int64_t)dd;
