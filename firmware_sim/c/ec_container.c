@@ -163,7 +163,7 @@ static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c chec
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
-static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
+static int ec_utf8_ok(const EC_ROM uint8_t *p, ec_count n)
 {
     const EC_ROM uint8_t *end = p + n;
     while (p != end) {
@@ -239,16 +239,17 @@ static int ec_entry_ok(const EC_ROM uint8_t *buf, const EC_ROM uint8_t *e, uint3
  * starting inside another is never the next one, so fewer arrays are visited
  * than there are: either way the table is refused. O(arrays^2) on the table
  * (no allocation), one pass over the gap bytes. 1 if so. */
-static int ec_layout_ok(const EC_ROM uint8_t *buf, uint32_t n, uint32_t data_start,
-                        uint32_t total)
+static int ec_layout_ok(const EC_ROM uint8_t *buf, ec_count n, ec_count data_start,
+                        ec_count total)
 {
     const EC_ROM uint8_t *first = buf + EC_HEADER_SIZE, *stop = first + EC_ENTRY_SIZE * n, *e;
-    uint32_t cursor = data_start, visited = 0u;
+    ec_count cursor = data_start, visited = 0u;
     for (;;) {
-        uint32_t best = total, best_end = 0u;
+        ec_count best = total, best_end = 0u;
         uint8_t tie = 0u;
         for (e = first; e != stop; e += EC_ENTRY_SIZE) {
-            uint32_t st = rd32(e + 52), len = rd32(e + 56);
+            /* checked by rule 9: offset + nbytes <= total, an ec_count */
+            ec_count st = (ec_count)rd32(e + 52), len = (ec_count)rd32(e + 56);
             if (len == 0u || st < cursor) continue;
             if (st < best) {
                 best = st;
@@ -276,7 +277,7 @@ static int ec_layout_ok(const EC_ROM uint8_t *buf, uint32_t n, uint32_t data_sta
  * __classes__ is 1-d uint8, not empty, ends with a NUL and is valid UTF-8;
  * __wire_copies__ (ec_wire.c checks the rest) is 2-d uint8; no other name
  * starting with "__". 1 if so; img receives the class names. */
-static int ec_reserved_ok(const EC_ROM uint8_t *buf, uint32_t n, ec_image *img)
+static int ec_reserved_ok(const EC_ROM uint8_t *buf, ec_count n, ec_image *img)
 {
     const EC_ROM uint8_t *e = buf + EC_HEADER_SIZE, *stop = e + EC_ENTRY_SIZE * n;
     for (; e != stop; e += EC_ENTRY_SIZE) {
@@ -287,7 +288,7 @@ static int ec_reserved_ok(const EC_ROM uint8_t *buf, uint32_t n, ec_image *img)
         if (e[32] != EC_U8 || e[33] != ndim) return 0;
         if (e[2] == 'c') {                             /* __classes__ */
             const EC_ROM uint8_t *p = buf + rd32(e + 52);
-            uint32_t len = rd32(e + 56);
+            ec_count len = (ec_count)rd32(e + 56);   /* <= total (rule 9) */
             if (len == 0u || p[len - 1u] != 0u || !ec_utf8_ok(p, len)) return 0;
             img->class_names = p;
             img->class_names_bytes = len;
@@ -299,7 +300,8 @@ static int ec_reserved_ok(const EC_ROM uint8_t *buf, uint32_t n, ec_image *img)
 EC_AVR_WORKAROUND
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
-    uint32_t total, n, i, data_start, last_end;
+    uint32_t total, data_start, last_end;
+    ec_count n, i;
     unsigned b;   /* below 8 */
     const EC_ROM uint8_t *e;
     const uint16_t one = 1u;
@@ -327,6 +329,11 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
        a file reader compares the file length with total_size itself */
     total = rd32(buf + 16);
     if (total > size || total < EC_HEADER_SIZE) return EC_ERR_TRUNCATED;
+#if SIZE_MAX < 0xFFFFFFFFu
+    /* the image must lie in the address space (AVR: the 64 KB __flash
+       reaches), so that every count of its arrays fits ec_count (ec_kind.h) */
+    if (total > SIZE_MAX) return EC_ERR_ARG;
+#endif
     /* 5. checksum */
     if (ec_crc32_image(buf, total) != rd32(buf + 20)) return EC_ERR_CRC;
     /* 6. kind: one of the kind table's, compiled in (ec_kinds.h) */
@@ -337,9 +344,9 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
         return EC_ERR_HEADER;
     /* 8. the table fits (32-bit arithmetic from here: total < 2^32 bounds
        every offset and end once rule 9 has checked them) */
-    n = rd32(buf + 12);
-    if (n > (total - EC_HEADER_SIZE) / EC_ENTRY_SIZE) return EC_ERR_HEADER;
-    data_start = EC_HEADER_SIZE + EC_ENTRY_SIZE * n;
+    if (rd32(buf + 12) > (total - EC_HEADER_SIZE) / EC_ENTRY_SIZE) return EC_ERR_HEADER;
+    n = (ec_count)rd32(buf + 12);
+    data_start = EC_HEADER_SIZE + EC_ENTRY_SIZE * (uint32_t)n;
 
     /* 9. every entry; 11. total_size is the largest end (an empty array
        counts its offset) */
@@ -351,7 +358,8 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     }
     if (last_end != total) return EC_ERR_TABLE;
     /* 10. no overlap, 12. zero padding; 13. the reserved names */
-    if (!ec_layout_ok(buf, n, data_start, total) || !ec_reserved_ok(buf, n, img))
+    if (!ec_layout_ok(buf, n, (ec_count)data_start, (ec_count)total) ||
+        !ec_reserved_ok(buf, n, img))
         return EC_ERR_TABLE;
 
     img->base = buf;
@@ -364,7 +372,7 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 EC_AVR_WORKAROUND
 ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
-    uint32_t i;
+    ec_count i;   /* n_arrays fits: ec_image_open checked it */
     unsigned k;
     if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
     for (i = 0; i < img->n_arrays; i++) {

@@ -94,8 +94,8 @@ typedef struct {
     const EC_ROM int32_t *col_out_offset, *col_n_out; /* (m,)                  */
     /* trees: the compact node format (ec_trees.h), one tree per column */
     ec_trees trees;
-    uint32_t n_classes, n_columns, n_symbols, n_features;
-    uint32_t n_outputs;                   /* k                                 */
+    ec_count n_classes, n_columns, n_symbols, n_features;
+    ec_count n_outputs;                   /* k                                 */
     const EC_ROM ecoc_learner *learner;   /* its kind's entry of ecoc_learners */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
@@ -120,16 +120,23 @@ EC_STATE_FITS(ec_ecoc_state);
  * 2^31 entries; in_center: d < 2^29; col_classes: fewer than 2^31 symbols;
  * lin_bias: k < 2^29). A running sum is compared with such a bound before
  * it could wrap. */
-#define EC_ANY 0xFFFFFFFFu /* any length (no array has 2^32 - 1 entries of >= 2 bytes) */
+#define EC_ANY ((ec_count)-1) /* any length (no array has SIZE_MAX entries of >= 2 bytes) */
 
 /* Array `name` of `dtype`, shape (n0,) or, with n1 given, (n0, n1); EC_ANY
  * accepts any length. EC_ERR_SCHEMA unless so. */
 static ec_status get_array(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
-                           uint32_t n0, uint32_t n1, ec_array *a)
+                           ec_count n0, ec_count n1, ec_array *a)
 {
     ec_status s = ec_image_require(img, name, dtype, n1 == 0u ? 1u : 2u, a);
     if (s != EC_OK)
         return s;
+#if SIZE_MAX < 0xFFFFFFFFu
+    /* a dimension beyond ec_count (AVR: 65,535): only an empty 2-d array can
+       declare one, and each such array of this kind breaks a rule (code (c,
+       0) or (0, m); lin_weights (0, k) with d >= 1; code_bits (c >= 2, words)) */
+    if (a->shape[0] > SIZE_MAX || a->shape[1] > SIZE_MAX)
+        return EC_ERR_SCHEMA;
+#endif
     if ((n0 != EC_ANY && a->shape[0] != n0) || (n1 != 0u && n1 != EC_ANY && a->shape[1] != n1))
         return EC_ERR_SCHEMA;
     return EC_OK;
@@ -139,15 +146,15 @@ static ec_status get_array(const ec_image *img, const EC_ROM char *name, uint8_t
 /* Rules 4 and 9: off[j] is cnt[0] + .. + cnt[j - 1] for every column j < m and
  * the m counts add up to `total` (< 2^31); each count in [0, 32768] (the
  * caller's rule), so the sum, compared with total at every step, never wraps. */
-static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt, uint32_t m,
-                           uint32_t total)
+static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt, ec_count m,
+                           ec_count total)
 {
     const EC_ROM int32_t *end = off + m;
-    uint32_t sum = 0u;
+    ec_count sum = 0u; /* total + 32768 fits: total < 2^15 entries on AVR */
     for (; off != end; off++, cnt++) {
         if ((uint32_t)*off != sum)
             return 0;
-        sum += (uint32_t)*cnt;
+        sum += (ec_count)*cnt;
         if (sum > total)
             return 0;
     }
@@ -171,10 +178,11 @@ static uint64_t abs64(int64_t v)
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static uint64_t column_abs_sum(const EC_ROM int32_t *p, uint32_t d, uint32_t stride,
+static uint64_t column_abs_sum(const EC_ROM int32_t *p, ec_count d, ec_count stride,
                                uint8_t *mode)
 {
-    uint32_t lo = 0u, hi = 0u, f;
+    uint32_t lo = 0u, hi = 0u;
+    ec_count f;
     uint8_t wide = 0u;
     for (f = 0; f < d; f++, p += stride) {
         int32_t v = *p;
@@ -197,7 +205,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
     ec_status s;
     const EC_ROM int32_t *w, *n_out, *out_off;
     const EC_ROM int64_t *b;
-    uint32_t m = mo->n_columns, d = mo->n_features, k, j, o;
+    ec_count m = mo->n_columns, d = mo->n_features, k, j, o;
     uint8_t mode;
 
     if ((s = get_array(img, EC_STR("lin_weights"), EC_I32, d, EC_ANY, &a)) != EC_OK)
@@ -271,7 +279,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_trees *t = &mo->trees;
     ec_status s;
-    uint32_t m = mo->n_columns, L = mo->n_symbols, j, next;
+    ec_count m = mo->n_columns, L = mo->n_symbols, j, next;
 
     /* rule 11: the node arrays, one tree per column */
     if ((s = ec_trees_open(img, m, t)) != EC_OK)
@@ -290,7 +298,8 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     for (j = 0, next = 0; j < m; j++) {
         const EC_ROM int16_t *cls = mo->col_classes + mo->col_cls_offset[j];
         int32_t ncls = mo->col_n_cls[j];
-        uint32_t i, a, b, r = EC_TREES_ROOT(t, j);
+        uint32_t r = EC_TREES_ROOT(t, j); /* an image value */
+        ec_count i, a, b;
         if (ncls >= (int32_t)L)
             continue;
         if (r < L) { /* a one-leaf tree */
@@ -367,7 +376,7 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
     const EC_ROM int16_t *code, *cls, *e, *end;
     const EC_ROM int32_t *unused, *n_cls, *cls_off, *p, *pend;
     const EC_ROM uint64_t *center;
-    uint32_t c, m, d, r, words, total;
+    ec_count c, m, d, r, words, total;
     int32_t n_sym;
     int16_t max_code; /* then N - 1 (N <= 32768) */
     uint8_t kind, lk;
@@ -456,7 +465,7 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
 
     mo->n_classes = c;
     mo->n_columns = m;
-    mo->n_symbols = (uint32_t)n_sym;
+    mo->n_symbols = (ec_count)n_sym;
     mo->n_features = d;
     mo->code = code;
     mo->unused_count = unused;
@@ -467,7 +476,7 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
     /* rule 7: the packed binary code, only for N = 2 */
     if (n_sym == 2) {
         const EC_ROM uint8_t *pb, *pu; /* the rows as bytes (little-endian words) */
-        uint32_t nbytes;
+        ec_count nbytes;
         words = (m + 63u) / 64u; /* m < 2^31 */
         if ((s = get_array(img, EC_STR("code_bits"), EC_U64, c, words, &a)) != EC_OK)
             return s;
@@ -596,7 +605,7 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
 __attribute__((noinline))
 #endif
 static int32_t linear_score32(const int16_t *q, const int16_t *end, const EC_ROM int32_t *w,
-                              uint32_t stride, int32_t acc)
+                              ec_count stride, int32_t acc)
 {
     const EC_ROM int16_t *w16 = (const EC_ROM int16_t *)(const EC_ROM void *)w;
     stride *= 2u;
@@ -615,11 +624,11 @@ typedef int32_t ecoc_score;
 
 /* lin_bias[o] + sum_f q_f lin_weights[f, o], exactly (rule 10 bounds every
  * partial sum by 2^63 - 1), in the arithmetic lin_mode says. */
-static ecoc_score linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
+static ecoc_score linear_score(const ec_ecoc_state *m, const int16_t *q, ec_count o)
 {
     const EC_ROM int32_t *w = m->lin_weights + o;
     const int16_t *end = q + m->n_features;
-    uint32_t k = m->n_outputs;
+    ec_count k = m->n_outputs;
 #if EC_ECOC_ACC32
     if (m->lin_mode == EC_LIN_ACC32) /* |partial sums| < 2^31 */
         return linear_score32(q, end, w, k, (int32_t)m->lin_bias[o]);
@@ -651,11 +660,11 @@ static ecoc_score linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_
 /* Each column's symbol: the sign of its one score, or its first argmax. */
 static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
 {
-    uint32_t j, n = m->n_columns;
+    ec_count j, n = m->n_columns;
     for (j = 0; j < n; j++) {
         const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
         int32_t k = m->col_n_out[j];
-        uint32_t o = (uint32_t)m->col_out_offset[j];
+        ec_count o = (ec_count)m->col_out_offset[j];
         int32_t pick = 0;
         if (k == 1) {
             pick = linear_score(m, q, o) > 0;
@@ -663,7 +672,7 @@ static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_
             ecoc_score top = linear_score(m, q, o);
             int32_t t;
             for (t = 1; t < k; t++) {
-                ecoc_score v = linear_score(m, q, o + (uint32_t)t);
+                ecoc_score v = linear_score(m, q, o + (ec_count)t);
                 if (v > top) {
                     top = v;
                     pick = t;
@@ -680,7 +689,7 @@ static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_
 /* Each column's symbol: the leaf its tree reaches. */
 static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
 {
-    uint32_t j, n = m->n_columns;
+    ec_count j, n = m->n_columns;
     for (j = 0; j < n; j++) {
         uint32_t sym = ec_trees_walk(&m->trees, q, j);
         if (sym >= m->n_symbols) /* excluded by the layout rule */
@@ -695,7 +704,8 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t c, n, r, best;
+    ec_count c, n, r;
+    uint32_t best;
     int64_t *dist;
     int32_t arg;
     ec_status s;
@@ -724,12 +734,13 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
         for (r = 0; r < c; r++) {
             const EC_ROM int16_t *end = row + n;
             const int64_t *dj = decision;
-            uint32_t cnt = 0u, dd;
+            ec_count cnt = 0u;
+            uint32_t dd;
             for (; row != end; row++, dj++) {
                 int16_t v = *row;
                 cnt += v >= 0 && v != (int16_t)*dj;
             }
-            dd = 2u * cnt + (uint32_t)m->unused_count[r];
+            dd = 2u * (uint32_t)cnt + (uint32_t)m->unused_count[r];
             dist[r] = (int64_t)dd;
             if (dd < best) {
                 best = dd;
@@ -748,7 +759,7 @@ ec_quantize_fn ec_ecoc_quantize;
 ec_status ec_ecoc_quantize(const ec_model *model, const void *x, int type, int16_t *frame)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t f;
+    ec_count f;
     ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
     for (f = 0; f < m->n_features; f++) {
         if (!ec_q_input(x, type, f, &v))

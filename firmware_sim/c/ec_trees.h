@@ -28,7 +28,7 @@ typedef struct {
     const EC_ROM uint8_t *feature;   /* (n_nodes,)                         */
     const EC_ROM int16_t *threshold; /* (n_nodes,)                         */
     const EC_ROM uint8_t *left, *right; /* (n_nodes,) one dtype            */
-    uint32_t n_trees, n_nodes, n_leaves, n_features;
+    ec_count n_trees, n_nodes, n_leaves, n_features;
     uint8_t root_bytes, feature_bytes, ref_bytes;
 } ec_trees;
 
@@ -40,7 +40,7 @@ static inline uint8_t ec_trees_unsigned_bytes(uint8_t dtype)
 
 /* Entry i of a uint8/16/32 array of `bytes` bytes per entry (the image is
  * little-endian and aligned: typed reads). */
-static inline uint32_t ec_trees_rd(const EC_ROM uint8_t *p, uint8_t bytes, uint32_t i)
+static inline uint32_t ec_trees_rd(const EC_ROM uint8_t *p, uint8_t bytes, ec_count i)
 {
     if (bytes == 1u)
         return p[i];
@@ -93,11 +93,11 @@ static inline ec_status ec_trees_get_unsigned(const ec_image *img, const EC_ROM 
 /* Rules 3 and 4: the arrays, their dtypes and shapes (n_trees 0: any number
  * of trees, else exactly that many); EC_ERR_SCHEMA or EC_ERR_RULE (the two
  * reference dtypes differ). n_leaves and n_features are the caller's. */
-static inline ec_status ec_trees_open(const ec_image *img, uint32_t n_trees, ec_trees *t)
+static inline ec_status ec_trees_open(const ec_image *img, ec_count n_trees, ec_trees *t)
 {
     ec_array a; /* one at a time: the open path's stack stays small */
     ec_status s;
-    uint32_t n;
+    ec_count n;
     uint8_t bytes;
     if ((s = ec_trees_get_unsigned(img, EC_STR("tree_root"), &a, &t->root_bytes)) != EC_OK)
         return s;
@@ -138,12 +138,13 @@ static inline ec_status ec_trees_open(const ec_image *img, uint32_t n_trees, ec_
  * n_features; the nodes end with the last tree. 1 if so. */
 static inline EC_AVR_WORKAROUND int ec_trees_layout_ok(const ec_trees *m)
 {
-    uint32_t st_node[EC_TREES_MAX_DEPTH]; /* nodes whose right child is pending */
+    ec_count st_node[EC_TREES_MAX_DEPTH]; /* nodes whose right child is pending */
     uint8_t st_level[EC_TREES_MAX_DEPTH];
-    const uint32_t L = m->n_leaves, n = m->n_nodes, d = m->n_features;
-    uint32_t pos = 0u, k;
+    const ec_count L = m->n_leaves, n = m->n_nodes, d = m->n_features;
+    ec_count pos = 0u, k;
     for (k = 0u; k < m->n_trees; k++) {
-        uint32_t r = EC_TREES_ROOT(m, k), cur, level = 1u, sp = 0u;
+        uint32_t r = EC_TREES_ROOT(m, k); /* image values: uint32 until checked */
+        ec_count cur, level = 1u, sp = 0u;
         if (r < L)
             continue;
         if (r - L != pos)
@@ -188,10 +189,11 @@ static inline EC_AVR_WORKAROUND int ec_trees_layout_ok(const ec_trees *m)
 /* The leaf id tree k reaches on frame q (any widths: the kinds with a hot
  * loop specialise it). A reference leaving the nodes (excluded by the
  * layout rule) gives n_leaves. */
-static inline uint32_t ec_trees_walk(const ec_trees *m, const int16_t *q, uint32_t k)
+static inline uint32_t ec_trees_walk(const ec_trees *m, const int16_t *q, ec_count k)
 {
-    const uint32_t L = m->n_leaves, n = m->n_nodes;
-    uint32_t r = EC_TREES_ROOT(m, k), node;
+    const ec_count L = m->n_leaves, n = m->n_nodes;
+    uint32_t r = EC_TREES_ROOT(m, k);
+    ec_count node;
     if (r < L)
         return r;
     node = r - L;
