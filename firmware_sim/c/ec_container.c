@@ -307,12 +307,10 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     const uint16_t one = 1u;
 
     if (buf == NULL || img == NULL) return EC_ERR_ARG;
-    img->base = NULL;
-    img->size = 0u;
-    img->kind = 0u;
-    img->n_arrays = 0u;
-    img->class_names = NULL;
-    img->class_names_bytes = 0u;
+    {   /* every field 0 or NULL (all bits zero on every target of the runtime) */
+        unsigned char *p = (unsigned char *)(void *)img, *end = p + sizeof *img;
+        for (; p != end; p++) *p = 0u;
+    }
     /* the typed views of the arrays need a little-endian target */
     if (*(const uint8_t *)&one != 1u) return EC_ERR_ARG;
     if (((uintptr_t)buf % EC_ALIGNMENT) != 0u) return EC_ERR_ALIGN;
@@ -369,7 +367,6 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     return EC_OK;
 }
 
-EC_AVR_WORKAROUND
 ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
     ec_count i;   /* n_arrays fits: ec_image_open checked it */

@@ -543,15 +543,12 @@ class ECOCDevice(Device):
         the learners (linear: ``scores`` dot products of ``macs`` int16 x
         int32 products and ``argmax_steps``; trees: ``nodes_visited``, counted
         on the frames or, without, the deepest path of every tree), then the
-        decoding (binary codes: ``code_bits_set`` outputs packed and
-        ``popcounts`` of 64-bit words; N-ary: ``symbol_compares``) and the
-        ``classes`` scanned for the nearest. Open: the image
+        decoding (``symbol_compares`` along the code's int16 rows, for every
+        alphabet) and the ``classes`` scanned for the nearest. Open: the image
         (``profiles.image_counts``) and the arrays its rules walk."""
         from ..profiles import image_counts
 
         c, n, d = self.n_classes, self.n_columns, self.n_features
-        binary = self.n_symbols == 2 and "code_bits" in self.container.arrays
-        words = -(-n // 64)
         infer = {"call": 1, "columns": n, "classes": c}
         opened = {**image_counts(self.container), "code_entries": c * n, "columns": n,
                   "classes": c}
@@ -567,10 +564,7 @@ class ECOCDevice(Device):
             n_dec = int(self._tf.shape[0])
             opened.update(nodes=n_dec,
                           leaves=n_dec + int(self._root.size))
-        if binary:
-            infer.update(code_bits_set=n, popcounts=c * words)
-        else:
-            infer["symbol_compares"] = c * n
+        infer["symbol_compares"] = c * n
         family = "ecoc_linear" if self.learner_kind == "linear" else "ecoc_trees"
         if frames is None:
             return {"family": family, "open": opened, "infer": infer}
