@@ -203,7 +203,10 @@ static int ec_entry_ok(const EC_ROM uint8_t *buf, const EC_ROM uint8_t *e, uint3
                        uint32_t total, uint32_t *end)
 {
     const EC_ROM uint8_t *o;
-    uint32_t w[6], expected;
+    /* the 4-byte aligned fields from byte 36 (the image is 16-byte aligned
+       and little-endian, both checked) */
+    const EC_ROM uint32_t *w = (const EC_ROM uint32_t *)(const EC_ROM void *)(e + 36);
+    uint32_t expected;
     unsigned k, ndim;   /* below 256 */
     uint8_t zero_dim = 0u;
     if (!ec_name_ok(e)) return 0;
@@ -214,7 +217,6 @@ static int ec_entry_ok(const EC_ROM uint8_t *buf, const EC_ROM uint8_t *e, uint3
     ndim = e[33];
     if (expected == 0u || ndim > EC_MAX_NDIM) return 0;
     if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return 0;
-    for (k = 0; k < 6u; k++) w[k] = rd32(e + 36 + 4u * k);
     for (k = 0; k < EC_MAX_NDIM; k++) {
         if (k >= ndim) {
             if (w[k] != 0u) return 0;                  /* unused slot */

@@ -265,12 +265,15 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
 #if EC_ECOC_TREES
 
-/* 1 if symbol s is one of the column's learner symbols cls[0 .. n). */
-static int has_symbol(const EC_ROM int16_t *cls, int32_t n, uint32_t s)
+/* 1 if reference r is a decision node (r >= L) or a symbol among the
+ * column's learner symbols cls[0 .. n). */
+static EC_NOINLINE int leaf_ok(const EC_ROM int16_t *cls, int32_t n, uint32_t r, ec_count L)
 {
     int32_t i;
+    if (r >= L)
+        return 1;
     for (i = 0; i < n; i++)
-        if ((uint32_t)(int32_t)cls[i] == s)
+        if ((uint32_t)(int32_t)cls[i] == r)
             return 1;
     return 0;
 }
@@ -303,7 +306,7 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
         if (ncls >= (int32_t)L)
             continue;
         if (r < L) { /* a one-leaf tree */
-            if (!has_symbol(cls, ncls, r))
+            if (!leaf_ok(cls, ncls, r, L))
                 return EC_ERR_RULE;
             continue;
         }
@@ -314,9 +317,8 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
         a = r - L;
         b = next < m ? EC_TREES_ROOT(t, next) - L : t->n_nodes;
         for (i = a; i < b; i++) {
-            uint32_t lr = EC_TREES_LEFT(t, i);
-            uint32_t rr = EC_TREES_RIGHT(t, i);
-            if ((lr < L && !has_symbol(cls, ncls, lr)) || (rr < L && !has_symbol(cls, ncls, rr)))
+            if (!leaf_ok(cls, ncls, EC_TREES_LEFT(t, i), L) ||
+                !leaf_ok(cls, ncls, EC_TREES_RIGHT(t, i), L))
                 return EC_ERR_RULE;
         }
     }
