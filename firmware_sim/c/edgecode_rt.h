@@ -25,7 +25,8 @@ extern "C" {
 /* ---- status codes (0 = success; every failure is negative) ---------- */
 typedef enum {
     EC_OK = 0,
-    EC_ERR_ARG = -1,        /* NULL pointer or bad argument                  */
+    EC_ERR_ARG = -1,        /* NULL pointer or bad argument (an image larger
+                               than the address space: AVR 64 KB)            */
     EC_ERR_ALIGN = -2,      /* image not 16-byte aligned in memory           */
     EC_ERR_TRUNCATED = -3,  /* buffer shorter than the header or total_size  */
     EC_ERR_MAGIC = -4,      /* magic bytes                                    */
