@@ -101,6 +101,20 @@ def test_every_kind_on_every_new_target_equals_firmware_sim(name, target, built)
         assert run.summary().startswith("instructions on rv32imac")
 
 
+@pytest.mark.parametrize("name", ["ecoc_linear_binary", "ecoc_tree_3ary"])
+def test_ecoc_runtime_code_fits_8_kb_on_the_atmega328p(name, built):
+    """Issue 26 item 3: the ECOC runtime (the size probe's flash minus the
+    image: start-up, vectors, container checks, the kind's rules and
+    inference) is at most 8 KB on the ATmega328P as `edgecode firmware`
+    builds it, and its ec_config.h compiles in the model's forms only."""
+    _need("atmega328p")
+    dev, X, d, b = built[(name, "atmega328p")]
+    assert b.flash_bytes - dev.container.nbytes <= 8192, b
+    config = (d / "ec_config.h").read_text()
+    for key, value in dev.c_defines().items():
+        assert f"#define {key} {value}" in config
+
+
 @pytest.mark.parametrize("target", ["atmega328p", "rv32imac"])
 def test_counts_repeat_exactly_and_follow_the_work(target, built):
     """simavr counts cycles from the instruction set's timings and QEMU's -icount

@@ -331,8 +331,8 @@ class ECOCDevice(Device):
     #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
     #: --no-emlearn``; ECOC: the larger of one-learner linear and tree builds).
     runtime_bytes = MappingProxyType({"cortex-m0": (8163, 552), "cortex-m4": (6771, 496),
-                                      "atmega328p": (11348, 623), "atmega2560": (11514, 629),
-                                      "rv32imac": (7053, 736)})
+                                      "atmega328p": (8026, 505), "atmega2560": (8162, 510),
+                                      "rv32imac": (5837, 704)})
 
     @classmethod
     def erasure_owners(cls, container):
