@@ -219,7 +219,7 @@ class ForestDevice(Device):
     #: (``benchmarks/README.md``, "Tree forests"); on AVR (-Os) and RV32 the probe's
     #: flash minus the image and the peak stack (``python benchmarks/bench_firmware.py
     #: --targets atmega328p,atmega2560,rv32imac --no-emlearn``).
-    runtime_bytes = MappingProxyType({"cortex-m0": (5235, 728), "cortex-m4": (4049, 688),
+    runtime_bytes = MappingProxyType({"cortex-m0": (4502, 744), "cortex-m4": (3846, 744),
                                       "atmega328p": (6963, 508), "atmega2560": (7099, 466),
                                       "rv32imac": (4781, 752)})
 
