@@ -114,12 +114,14 @@ EC_STATE_FITS(ec_ecoc_state);
 
 /* ---- array access -------------------------------------------------------- */
 
-/* The loop bounds, sizes and offsets of the rules are uint32: ec_image_open has
- * checked that every array lies inside the image, whose total_size is a uint32,
- * so an array of n entries of b bytes has n b < 2^32 (the code (c, m): c m <
- * 2^31 entries; in_center: d < 2^29; col_classes: fewer than 2^31 symbols;
- * lin_bias: k < 2^29). A running sum is compared with such a bound before
- * it could wrap. */
+/* The loop bounds, sizes and offsets of the rules are ec_count (size_t):
+ * ec_image_open has checked that every array lies inside the image, whose
+ * total_size is a uint32 and at most SIZE_MAX (on AVR 65,535), so an array of
+ * n entries of b bytes has n b <= total_size (the code (c, m): c m <
+ * 2^31 entries, on AVR < 2^15; in_center: d < 2^29; col_classes: fewer than
+ * 2^31 symbols; lin_bias: k < 2^29). A running sum is compared with such a
+ * bound before it could wrap. Values read from the image (int32 offsets,
+ * counts, references) are checked before they become an ec_count. */
 #define EC_ANY ((ec_count)-1) /* any length (no array has SIZE_MAX entries of >= 2 bytes) */
 
 /* Array `name` of `dtype`, shape (n0,) or, with n1 given, (n0, n1); EC_ANY
