@@ -50,6 +50,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from firmware_sim.artifact import FORMAT_VERSION, write_container
 from firmware_sim.ecoc import Q_MAX, load_ecoc, make_ecoc_arrays, quantize_inputs
+from firmware_sim.kinds.ecoc import score_arithmetic
 
 from ._trees_onnx import _tree_ensemble
 from .pipeline import fold_pipeline
@@ -139,6 +140,8 @@ def linear_accumulator(arrays):
     sum_f |W|`` below 2**31: 16x16->32-bit products, 32-bit sums), ``"w16"``
     (every weight in int16: the same products, 64-bit sums in two 32-bit
     words) or ``"int64"`` (split 32-bit weights); None for tree learners.
+    ``edgecode firmware`` compiles in this arithmetic only
+    (``firmware_sim.kinds.ecoc.score_arithmetic``).
 
     >>> linear_accumulator({"lin_weights": np.array([[3], [-2]], np.int32),
     ...                     "lin_bias": np.array([7], np.int64)})
@@ -149,12 +152,7 @@ def linear_accumulator(arrays):
     """
     if "lin_weights" not in arrays:
         return None
-    W = np.asarray(arrays["lin_weights"], np.int64)
-    if _fits_int32(W, arrays["lin_bias"]):
-        return "int32"
-    if W.size == 0 or (W.min() >= -32768 and W.max() <= 32767):
-        return "w16"
-    return "int64"
+    return score_arithmetic(arrays["lin_weights"], arrays["lin_bias"])
 
 
 def _quantize_linear(la, center, shift, col_n_out, accumulator="int64"):

@@ -252,6 +252,11 @@ _HOST = (("gcc", "gcc"), ("size", "binutils"))
 _ARM = (("arm-none-eabi-gcc", "gcc-arm-none-eabi"),
         ("arm-none-eabi-size", "binutils-arm-none-eabi"))
 _AVR = (("avr-gcc", "gcc-avr"), ("avr-size", "binutils-avr"))
+#: avr-gcc's size options of the AVR targets (issue 26): -mrelax lets the
+#: linker shorten calls and jumps that reach (rcall/rjmp); -mcall-prologues
+#: saves and restores registers through two shared libgcc routines instead
+#: of inline push/pop sequences (a few cycles per call of such a function).
+_AVR_SIZE = ("-mrelax", "-mcall-prologues")
 _RV = (("riscv64-unknown-elf-gcc", "gcc-riscv64-unknown-elf"),
        ("riscv64-unknown-elf-size", "binutils-riscv64-unknown-elf"))
 _SIMAVR = (("gcc", "gcc"),)      # the harness, compiled on the host against libsimavr
@@ -271,12 +276,14 @@ TARGETS = {
                         qemu=("qemu-system-arm", "mps2-an386", "cortex-m4"),
                         profile="cortex-m4", build_packages=_ARM,
                         run_packages=(("qemu-system-arm", "qemu-system-arm"),)),
-    "atmega328p": Target("atmega328p", "avr", "avr-gcc", ("-mmcu=atmega328p",), "-std=gnu99", "-Os",
+    "atmega328p": Target("atmega328p", "avr", "avr-gcc", ("-mmcu=atmega328p",) + _AVR_SIZE,
+                         "-std=gnu99", "-Os",
                          simavr="atmega328p", clock_hz=16_000_000,
                          part=Part("atmega328p", 32768, 2048,
                                    "ATmega328P, the Arduino Uno: 32 KB flash, 2 KB RAM, 16 MHz"),
                          build_packages=_AVR, run_packages=_SIMAVR),
-    "atmega2560": Target("atmega2560", "avr", "avr-gcc", ("-mmcu=atmega2560",), "-std=gnu99", "-Os",
+    "atmega2560": Target("atmega2560", "avr", "avr-gcc", ("-mmcu=atmega2560",) + _AVR_SIZE,
+                         "-std=gnu99", "-Os",
                          simavr="atmega2560", clock_hz=16_000_000,
                          part=Part("atmega2560", 262144, 8192,
                                    "ATmega2560, the Arduino Mega: 256 KB flash, 8 KB RAM, "

@@ -197,6 +197,45 @@ def test_one_learner_build_refuses_the_other_learner_kind(tmp_path):
     assert check_images(b.runner, images) == [(True, "ok"), (True, "ok")]
 
 
+def test_one_form_build_refuses_images_of_other_score_arithmetic_or_node_widths(tmp_path):
+    """An ECOC firmware compiles in the score arithmetic its linear image needs
+    (EC_ECOC_ACC32 / _W16 / _I64) or its trees' node widths (EC_ECOC_*_BYTES,
+    issue 26): an image needing a wider arithmetic, or of other widths, is
+    refused with EC_ERR_KIND; the int64 build runs every linear image, and an
+    all-kinds build opens them all. The refused images are valid: firmware_sim
+    loads them."""
+    from firmware_sim.artifact import read_container, write_container
+
+    _need("host")
+    X, y = _digits()
+    clf = ECOCClassifier(LogisticRegression(max_iter=300),
+                         code=np.random.default_rng(1).integers(0, 2, (10, 12))).fit(X[:300],
+                                                                                      y[:300])
+    wide = export_ecoc(clf, X[:300]).device
+    narrow = export_ecoc(clf, X[:300], accumulator="int32").device
+    assert (wide.score_arithmetic(), narrow.score_arithmetic()) == ("int64", "int32")
+    tree, _ = _model("ecoc_tree_3ary")
+    c = read_container(tree.container.tobytes())
+    assert c.arrays["node_left"].dtype == np.uint8
+    arrays = {k: (v.astype(np.uint16) if k in ("node_left", "node_right") else v)
+              for k, v in c.arrays.items()}
+    tree16 = write_container(None, c.kind, arrays, c.meta)
+    assert firmware_sim.load(tree16).c_defines()["EC_ECOC_REF_BYTES"] == 2
+    images = [narrow.container.tobytes(), wide.container.tobytes(), tree.container.tobytes(),
+              bytes(tree16)]
+    want = {0: [(True, "ok"), (False, "error -9 kind")] + [(False, "error -9 kind")] * 2,
+            1: [(True, "ok"), (True, "ok")] + [(False, "error -9 kind")] * 2,
+            2: [(False, "error -9 kind")] * 2 + [(True, "ok"), (False, "error -9 kind")]}
+    for i, verdicts in want.items():
+        d = tmp_path / str(i)
+        write_firmware(images[i], d, "host")
+        b = build_firmware(d, "host", probe=False)
+        assert check_images(b.runner, images) == verdicts, i
+    write_firmware(images[0], tmp_path / "all", "host", kinds="all")
+    b = build_firmware(tmp_path / "all", "host", probe=False)
+    assert check_images(b.runner, images) == [(True, "ok")] * 4
+
+
 def test_generated_makefile_builds_a_runner_that_agrees(tmp_path):
     """What a user runs by hand: `make -j2` in the generated directory."""
     _need("host")

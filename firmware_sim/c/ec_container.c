@@ -35,18 +35,21 @@ static uint32_t rd32(const EC_ROM uint8_t *p)
            ((uint32_t)p[3] << 24);
 }
 
-/* *acc *= b if the product fits uint32 (1), else 0 (acc > 0): 16 x 16-bit
- * factors need no 64-bit product */
+/* *acc *= b if the product fits uint32 (1), else 0: shift and add, in 32-bit
+ * words (no 64-bit product, so no libgcc helper on small cores) */
 static int ec_mul32(uint32_t *acc, uint32_t b)
 {
-    uint32_t a = *acc;
-    if ((a | b) <= 0xFFFFu) { *acc = a * b; return 1; }
-    {
-        uint64_t p = (uint64_t)a * b;
-        if (p > 0xFFFFFFFFu) return 0;
-        *acc = (uint32_t)p;
-        return 1;
+    uint32_t a = *acc, p = 0u;
+    for (; b != 0u; b >>= 1) {
+        if (b & 1u) {
+            p += a;
+            if (p < a) return 0;
+        }
+        if (b > 1u && a > 0x7FFFFFFFu) return 0;   /* 2a times what is left of b */
+        a <<= 1;
     }
+    *acc = p;
+    return 1;
 }
 
 /* itemsize of a dtype code, 0 for an unknown code */
@@ -78,7 +81,7 @@ static const EC_ROM uint32_t ec_crc_high[16] = {    /* T[i << 4] */
     0x9B64C2B0u, 0x86D3D2D4u, 0xA00AE278u, 0xBDBDF21Cu
 };
 
-static uint32_t ec_crc_update(uint32_t crc, const EC_ROM uint8_t *p, uint32_t n)
+static EC_NOINLINE uint32_t ec_crc_update(uint32_t crc, const EC_ROM uint8_t *p, uint32_t n)
 {
     const EC_ROM uint8_t *end = p + n;
     while (p != end) {
@@ -113,22 +116,24 @@ static int ec_is_digit(uint8_t c)
     return c >= '0' && c <= '9';
 }
 
-/* name: NUL-terminated within 32 bytes, NUL-padded, [A-Za-z_][A-Za-z0-9_]* */
+/* name: NUL-terminated within 32 bytes, NUL-padded, [A-Za-z_][A-Za-z0-9_]*
+ * (one pass: `end` is set from the terminating NUL on) */
 static int ec_name_ok(const EC_ROM uint8_t *name)
 {
-    unsigned stop = EC_NAME_WIDTH, i;   /* (below 32: any int width) */
+    unsigned i;   /* below 32: any int width */
+    uint8_t end = 0u;
     for (i = 0; i < EC_NAME_WIDTH; i++) {
-        if (name[i] == 0u) { stop = i; break; }
+        uint8_t c = name[i];
+        if (end) {
+            if (c != 0u) return 0;                     /* not NUL-padded */
+        } else if (c == 0u) {
+            if (i == 0u) return 0;                     /* empty */
+            end = 1u;
+        } else if (!ec_is_alpha_(c) && (i == 0u || !ec_is_digit(c))) {
+            return 0;
+        }
     }
-    if (stop == EC_NAME_WIDTH || stop == 0u) return 0;
-    for (i = stop; i < EC_NAME_WIDTH; i++) {
-        if (name[i] != 0u) return 0;
-    }
-    if (!ec_is_alpha_(name[0])) return 0;
-    for (i = 1; i < stop; i++) {
-        if (!ec_is_alpha_(name[i]) && !ec_is_digit(name[i])) return 0;
-    }
-    return 1;
+    return end;                                        /* 0: no NUL */
 }
 
 static int ec_name_eq(const EC_ROM uint8_t *a, const EC_ROM uint8_t *b)
@@ -158,7 +163,7 @@ static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c chec
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
-static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
+static int ec_utf8_ok(const EC_ROM uint8_t *p, ec_count n)
 {
     const EC_ROM uint8_t *end = p + n;
     while (p != end) {
@@ -183,46 +188,154 @@ static int ec_utf8_ok(const EC_ROM uint8_t *p, uint32_t n)
 }
 
 /* ---- ec_image_open ------------------------------------------------------------ */
+
+/* Words 0..5 of an entry from byte 36 on: shape[0..3], offset, nbytes. */
+#define EC_W_OFFSET 4u
+#define EC_W_NBYTES 5u
+
+/* Rule 9 for entry i at e (the entries before it are checked): name, unique,
+ * dtype, ndim, unused shape slots and reserved fields 0, itemsize * the
+ * product of the non-zero dims fits uint32 (for an empty array too:
+ * read_container's rule, a zero dim does not make any shape valid), nbytes ==
+ * itemsize * prod(shape) (0 when a dim is 0), offset aligned, after the table
+ * and inside total. *end receives offset + nbytes. 1 if so. */
+static int ec_entry_ok(const EC_ROM uint8_t *buf, const EC_ROM uint8_t *e, uint32_t data_start,
+                       uint32_t total, uint32_t *end)
+{
+    const EC_ROM uint8_t *o;
+    /* the 4-byte aligned fields from byte 36 (the image is 16-byte aligned
+       and little-endian, both checked) */
+    const EC_ROM uint32_t *w = (const EC_ROM uint32_t *)(const EC_ROM void *)(e + 36);
+    uint32_t expected;
+    unsigned k, ndim;   /* below 256 */
+    uint8_t zero_dim = 0u;
+    if (!ec_name_ok(e)) return 0;
+    for (o = buf + EC_HEADER_SIZE; o != e; o += EC_ENTRY_SIZE) {
+        if (ec_name_eq(e, o)) return 0;                /* duplicate */
+    }
+    expected = ec_itemsize(e[32]);
+    ndim = e[33];
+    if (expected == 0u || ndim > EC_MAX_NDIM) return 0;
+    if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return 0;
+    for (k = 0; k < EC_MAX_NDIM; k++) {
+        if (k >= ndim) {
+            if (w[k] != 0u) return 0;                  /* unused slot */
+        } else if (w[k] == 0u) {
+            zero_dim = 1u;
+        } else if (!ec_mul32(&expected, w[k])) {
+            return 0;                                  /* beyond uint32 */
+        }
+    }
+    if (zero_dim) expected = 0u;
+    if (w[EC_W_NBYTES] != expected) return 0;
+    if (w[EC_W_OFFSET] % EC_ALIGNMENT != 0u || w[EC_W_OFFSET] < data_start) return 0;
+    if (expected > total || w[EC_W_OFFSET] > total - expected) return 0;
+    *end = w[EC_W_OFFSET] + expected;
+    return 1;
+}
+
+/* Rules 10 and 12 (every entry passed rule 9 and total is the largest end):
+ * walk the non-empty arrays in address order, the next being the lowest
+ * start at or after the end of the previous one, and check that every byte
+ * between them is zero. Two arrays with the same start overlap; an array
+ * starting inside another is never the next one, so fewer arrays are visited
+ * than there are: either way the table is refused. O(arrays^2) on the table
+ * (no allocation), one pass over the gap bytes. 1 if so. */
+static int ec_layout_ok(const EC_ROM uint8_t *buf, ec_count n, ec_count data_start,
+                        ec_count total)
+{
+    const EC_ROM uint8_t *first = buf + EC_HEADER_SIZE, *stop = first + EC_ENTRY_SIZE * n, *e;
+    ec_count cursor = data_start, visited = 0u;
+    for (;;) {
+        ec_count best = total, best_end = 0u;
+        uint8_t tie = 0u;
+        for (e = first; e != stop; e += EC_ENTRY_SIZE) {
+            /* checked by rule 9: offset + nbytes <= total, an ec_count */
+            ec_count st = (ec_count)rd32(e + 52), len = (ec_count)rd32(e + 56);
+            if (len == 0u || st < cursor) continue;
+            if (st < best) {
+                best = st;
+                best_end = st + len;
+                tie = 0u;
+            } else if (st == best) {
+                tie = 1u;
+            }
+        }
+        if (tie) return 0;
+        for (; cursor < best; cursor++) {              /* the gap [cursor, best) */
+            if (buf[cursor] != 0u) return 0;
+        }
+        if (best == total) break;
+        cursor = best_end;
+        visited++;
+    }
+    for (e = first; e != stop; e += EC_ENTRY_SIZE) {  /* every non-empty array visited */
+        if (rd32(e + 56) != 0u) visited--;
+    }
+    return visited == 0u;
+}
+
+/* Rule 13: __meta__ is 1-d uint8 (its JSON text is not parsed on the device);
+ * __classes__ is 1-d uint8, not empty, ends with a NUL and is valid UTF-8;
+ * __wire_copies__ (ec_wire.c checks the rest) is 2-d uint8; no other name
+ * starting with "__". 1 if so; img receives the class names. */
+static int ec_reserved_ok(const EC_ROM uint8_t *buf, ec_count n, ec_image *img)
+{
+    const EC_ROM uint8_t *e = buf + EC_HEADER_SIZE, *stop = e + EC_ENTRY_SIZE * n;
+    for (; e != stop; e += EC_ENTRY_SIZE) {
+        uint8_t ndim = 1u;
+        if (e[0] != '_' || e[1] != '_') continue;
+        if (ec_name_is(e, ec_wire_name)) ndim = 2u;
+        else if (!ec_name_is(e, ec_classes_name) && !ec_name_is(e, ec_meta_name)) return 0;
+        if (e[32] != EC_U8 || e[33] != ndim) return 0;
+        if (e[2] == 'c') {                             /* __classes__ */
+            const EC_ROM uint8_t *p = buf + rd32(e + 52);
+            ec_count len = (ec_count)rd32(e + 56);   /* <= total (rule 9) */
+            if (len == 0u || p[len - 1u] != 0u || !ec_utf8_ok(p, len)) return 0;
+            img->class_names = p;
+            img->class_names_bytes = len;
+        }
+    }
+    return 1;
+}
+
 EC_AVR_WORKAROUND
 ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
 {
-    uint32_t total, n, i, j, crc, data_start, last_end, cursor, nonempty;
+    uint32_t total, data_start, last_end;
+    ec_count n, i;
     unsigned b;   /* below 8 */
     const EC_ROM uint8_t *e;
     const uint16_t one = 1u;
 
     if (buf == NULL || img == NULL) return EC_ERR_ARG;
-    img->base = NULL;
-    img->size = 0u;
-    img->kind = 0u;
-    img->n_arrays = 0u;
-    img->class_names = NULL;
-    img->class_names_bytes = 0u;
+    {   /* every field 0 or NULL (all bits zero on every target of the runtime) */
+        unsigned char *p = (unsigned char *)(void *)img, *end = p + sizeof *img;
+        for (; p != end; p++) *p = 0u;
+    }
     /* the typed views of the arrays need a little-endian target */
     if (*(const uint8_t *)&one != 1u) return EC_ERR_ARG;
     if (((uintptr_t)buf % EC_ALIGNMENT) != 0u) return EC_ERR_ALIGN;
 
     /* 1-2. header length and magic (a short buffer whose bytes are not a
        prefix of the magic is "bad magic", as in read_container) */
-    if (size < EC_HEADER_SIZE) {
-        for (b = 0; b < size && b < 8u; b++) {
-            if (buf[b] != ec_magic[b]) return EC_ERR_MAGIC;
-        }
-        return EC_ERR_TRUNCATED;
-    }
-    for (b = 0; b < 8u; b++) {
+    for (b = 0; b < 8u && b < size; b++) {
         if (buf[b] != ec_magic[b]) return EC_ERR_MAGIC;
     }
+    if (size < EC_HEADER_SIZE) return EC_ERR_TRUNCATED;
     /* 3. version */
     if (rd16(buf + 8) != 1u) return EC_ERR_VERSION;
     /* 4. declared size: the buffer may be larger (an image in a flash region);
        a file reader compares the file length with total_size itself */
     total = rd32(buf + 16);
-    if ((uint64_t)total > (uint64_t)size) return EC_ERR_TRUNCATED;
-    if (total < EC_HEADER_SIZE) return EC_ERR_TRUNCATED;
+    if (total > size || total < EC_HEADER_SIZE) return EC_ERR_TRUNCATED;
+#if SIZE_MAX < 0xFFFFFFFFu
+    /* the image must lie in the address space (AVR: the 64 KB __flash
+       reaches), so that every count of its arrays fits ec_count (ec_kind.h) */
+    if (total > SIZE_MAX) return EC_ERR_ARG;
+#endif
     /* 5. checksum */
-    crc = ec_crc32_image(buf, total);
-    if (crc != rd32(buf + 20)) return EC_ERR_CRC;
+    if (ec_crc32_image(buf, total) != rd32(buf + 20)) return EC_ERR_CRC;
     /* 6. kind: one of the kind table's, compiled in (ec_kinds.h) */
     if (ec_kind_find(rd16(buf + 10)) == NULL) return EC_ERR_KIND;
     /* 7. fixed header fields */
@@ -231,129 +344,23 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
         return EC_ERR_HEADER;
     /* 8. the table fits (32-bit arithmetic from here: total < 2^32 bounds
        every offset and end once rule 9 has checked them) */
-    n = rd32(buf + 12);
-    if (n > (total - EC_HEADER_SIZE) / EC_ENTRY_SIZE) return EC_ERR_HEADER;
-    data_start = EC_HEADER_SIZE + EC_ENTRY_SIZE * n;
+    if (rd32(buf + 12) > (total - EC_HEADER_SIZE) / EC_ENTRY_SIZE) return EC_ERR_HEADER;
+    n = (ec_count)rd32(buf + 12);
+    data_start = EC_HEADER_SIZE + EC_ENTRY_SIZE * (uint32_t)n;
 
     /* 9. every entry; 11. total_size is the largest end (an empty array
        counts its offset) */
     last_end = data_start;
-    nonempty = 0u;
     for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
-        uint32_t itemsize, offset, nbytes, expected;
-        unsigned code, ndim, k;   /* below 256 */
-        int zero_dim = 0, too_big = 0;
-        if (!ec_name_ok(e)) return EC_ERR_TABLE;
-        {
-            const EC_ROM uint8_t *o = buf + EC_HEADER_SIZE;
-            for (j = 0; j < i; j++, o += EC_ENTRY_SIZE) {
-                if (ec_name_eq(e, o)) return EC_ERR_TABLE;   /* duplicate */
-            }
-        }
-        code = e[32];
-        itemsize = ec_itemsize(code);
-        if (itemsize == 0u) return EC_ERR_TABLE;
-        ndim = e[33];
-        if (ndim > EC_MAX_NDIM) return EC_ERR_TABLE;
-        for (k = ndim; k < EC_MAX_NDIM; k++) {
-            if (rd32(e + 36 + 4u * k) != 0u) return EC_ERR_TABLE;
-        }
-        if (rd16(e + 34) != 0u || rd32(e + 60) != 0u) return EC_ERR_TABLE;
-        /* itemsize * the product of the non-zero dims fits uint32, for an
-           empty array too (read_container's rule: a zero dim does not make any
-           shape valid), stopping as soon as the product exceeds uint32. Then
-           nbytes == itemsize * prod(shape): 0 when a dim is 0. */
-        expected = itemsize;
-        for (k = 0; k < ndim; k++) {
-            uint32_t sz = rd32(e + 36 + 4u * k);
-            if (sz == 0u) zero_dim = 1;
-            else if (!too_big && !ec_mul32(&expected, sz)) too_big = 1;
-        }
-        if (too_big) return EC_ERR_TABLE;
-        if (zero_dim) expected = 0u;
-        offset = rd32(e + 52);
-        nbytes = rd32(e + 56);
-        if (nbytes != expected) return EC_ERR_TABLE;
-        if (offset % EC_ALIGNMENT) return EC_ERR_TABLE;
-        if (offset < data_start) return EC_ERR_TABLE;
-        if (nbytes > total || offset > total - nbytes) return EC_ERR_TABLE;
-        if (offset + nbytes > last_end) last_end = offset + nbytes;
-        nonempty += nbytes != 0u;
+        uint32_t end;
+        if (!ec_entry_ok(buf, e, data_start, total, &end)) return EC_ERR_TABLE;
+        if (end > last_end) last_end = end;
     }
     if (last_end != total) return EC_ERR_TABLE;
-
-    /* 10. non-empty arrays do not overlap, and 12. every data byte outside
-       them is zero. Fast path, the writer's layout: the non-empty arrays in
-       table order lie in address order, each at or after the previous end;
-       then one pass over the table checks both, and the gaps are scanned. */
-    cursor = data_start;
-    for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
-        uint32_t st = rd32(e + 52), len = rd32(e + 56);
-        if (len == 0u) continue;
-        if (st < cursor) break;
-        cursor = st + len;
-    }
-    if (i == n) {
-        cursor = data_start;
-        for (i = 0, e = buf + EC_HEADER_SIZE; i <= n; i++, e += EC_ENTRY_SIZE) {
-            uint32_t st = total, len = 0u, at;
-            if (i < n) {
-                st = rd32(e + 52);
-                len = rd32(e + 56);
-                if (len == 0u) continue;
-            }
-            for (at = cursor; at < st; at++) {   /* the gap [cursor, st) */
-                if (buf[at] != 0u) return EC_ERR_TABLE;
-            }
-            cursor = st + len;
-        }
-    } else {
-        /* any other order: walk the arrays in address order (the next is the
-           lowest start at or after the end of the previous one). Two arrays
-           with the same start overlap; an array starting inside another is
-           never the next one, so it is left unvisited: either way the table
-           is refused. O(arrays^2) on the table. */
-        cursor = data_start;
-        for (;;) {
-            uint32_t best = total, best_end = 0u, ties = 0u, at;
-            for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
-                uint32_t st = rd32(e + 52), len = rd32(e + 56);
-                if (len == 0u || st < cursor) continue;
-                if (st < best) { best = st; best_end = st + len; ties = 0u; }
-                else if (st == best) ties++;
-            }
-            if (ties != 0u) return EC_ERR_TABLE;
-            for (at = cursor; at < best; at++) {  /* the gap [cursor, best) */
-                if (buf[at] != 0u) return EC_ERR_TABLE;
-            }
-            if (best == total) break;
-            cursor = best_end;
-            if (nonempty-- == 0u) return EC_ERR_TABLE;   /* cannot happen */
-        }
-        if (nonempty != 0u) return EC_ERR_TABLE;         /* an array inside another */
-    }
-
-    /* 13. __meta__ is 1-d uint8 (its JSON text is not parsed on the device);
-       __classes__ is 1-d uint8, not empty, ends with a NUL and is valid
-       UTF-8; no other name starting with "__" */
-    for (i = 0, e = buf + EC_HEADER_SIZE; i < n; i++, e += EC_ENTRY_SIZE) {
-        if (e[0] == '_' && e[1] == '_') {
-            int classes = ec_name_is(e, ec_classes_name);
-            if (ec_name_is(e, ec_wire_name)) {     /* the wire layer: 2-d uint8 */
-                if (e[32] != EC_U8 || e[33] != 2u) return EC_ERR_TABLE;
-                continue;
-            }
-            if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
-            if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
-            if (classes) {
-                const EC_ROM uint8_t *p = buf + rd32(e + 52);
-                uint32_t len = rd32(e + 56);
-                if (len == 0u || p[len - 1u] != 0u || !ec_utf8_ok(p, len)) return EC_ERR_TABLE;
-                img->class_names = p;
-                img->class_names_bytes = len;
-            }
-        }
-    }
+    /* 10. no overlap, 12. zero padding; 13. the reserved names */
+    if (!ec_layout_ok(buf, n, (ec_count)data_start, (ec_count)total) ||
+        !ec_reserved_ok(buf, n, img))
+        return EC_ERR_TABLE;
 
     img->base = buf;
     img->size = total;
@@ -362,10 +369,9 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
     return EC_OK;
 }
 
-EC_AVR_WORKAROUND
 ec_status ec_image_find(const ec_image *img, const EC_ROM char *name, ec_array *out)
 {
-    uint32_t i;
+    ec_count i;   /* n_arrays fits: ec_image_open checked it */
     unsigned k;
     if (img == NULL || name == NULL || img->base == NULL) return EC_ERR_ARG;
     for (i = 0; i < img->n_arrays; i++) {

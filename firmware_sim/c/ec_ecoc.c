@@ -17,9 +17,9 @@
  * per column, the symbols its tree can reach are its learner's.
  *
  * ecoc_infer streams: each score is accumulated, compared and
- * forgotten, the learner symbols go straight into decision[0..m), the
- * packed binary decoder packs a byte of them at a time and adds its
- * popcounts into decision[m..m+c). No workspace is needed. Linear scores
+ * forgotten, the learner symbols go straight into decision[0..m), and each
+ * class's doubled distance, counted along its row of the code, into
+ * decision[m..m+c). No workspace is needed. Linear scores
  * take the narrowest exact arithmetic the image allows (EC_LIN_*, chosen in
  * rule 10's pass; docs/firmware.md, "Narrow arithmetic").
  *
@@ -36,7 +36,6 @@
  * little-endian: the host, Cortex-M, AVR and RISC-V alike).
  */
 #include "ec_kind.h"
-#include "ec_trees.h"
 
 /* the learner kinds compiled in (1: yes); without a setting, both */
 #ifndef EC_ECOC_LINEAR
@@ -45,6 +44,39 @@
 #ifndef EC_ECOC_TREES
 #define EC_ECOC_TREES 1
 #endif
+/* the arithmetic of linear scores compiled in (1: yes; each 1 without a
+ * setting; `edgecode firmware` writes the model's one, the
+ * export.ecoc.linear_accumulator of its image): EC_ECOC_ACC32 (16 x 16-bit
+ * products, 32-bit sums), EC_ECOC_W16 (the same products, 64-bit sums in two
+ * 32-bit words) and EC_ECOC_I64 (int64 products and sums, which runs any
+ * image). The open takes the narrowest one compiled in that the image's
+ * bounds allow, and refuses the image with EC_ERR_KIND when there is none. */
+#ifndef EC_ECOC_ACC32
+#define EC_ECOC_ACC32 1
+#endif
+#ifndef EC_ECOC_W16
+#define EC_ECOC_W16 1
+#endif
+#ifndef EC_ECOC_I64
+#define EC_ECOC_I64 1
+#endif
+
+/* the node widths of tree learners compiled in (1, 2 or 4 bytes; 0, the
+ * default: any width, read at run time; `edgecode firmware` writes the
+ * model's): an image of other widths is refused with EC_ERR_KIND */
+#ifndef EC_ECOC_ROOT_BYTES
+#define EC_ECOC_ROOT_BYTES 0
+#endif
+#ifndef EC_ECOC_FEATURE_BYTES
+#define EC_ECOC_FEATURE_BYTES 0
+#endif
+#ifndef EC_ECOC_REF_BYTES
+#define EC_ECOC_REF_BYTES 0
+#endif
+#define EC_TREES_ROOT_BYTES EC_ECOC_ROOT_BYTES
+#define EC_TREES_FEATURE_BYTES EC_ECOC_FEATURE_BYTES
+#define EC_TREES_REF_BYTES EC_ECOC_REF_BYTES
+#include "ec_trees.h"
 
 typedef struct ecoc_learner ecoc_learner;
 
@@ -54,7 +86,6 @@ typedef struct {
     const EC_ROM int32_t *unused_count;   /* (c,)                              */
     const EC_ROM int32_t *col_cls_offset, *col_n_cls; /* (m,)                  */
     const EC_ROM int16_t *col_classes;    /* (sum col_n_cls,)                  */
-    const EC_ROM uint64_t *code_bits, *code_used; /* (c, words) when n_symbols == 2 */
     const EC_ROM uint64_t *in_center_bits; /* (d,) the float64 centers, as bit patterns */
     const EC_ROM int8_t *in_shift;        /* (d,) input quantizer exponents    */
     /* linear */
@@ -63,9 +94,8 @@ typedef struct {
     const EC_ROM int32_t *col_out_offset, *col_n_out; /* (m,)                  */
     /* trees: the compact node format (ec_trees.h), one tree per column */
     ec_trees trees;
-    uint32_t n_classes, n_columns, n_symbols, n_features;
-    uint32_t code_words;
-    uint32_t n_outputs;                   /* k                                 */
+    ec_count n_classes, n_columns, n_symbols, n_features;
+    ec_count n_outputs;                   /* k                                 */
     const EC_ROM ecoc_learner *learner;   /* its kind's entry of ecoc_learners */
     uint8_t lin_mode;                     /* EC_LIN_*: the scores' arithmetic  */
 } ec_ecoc_state;
@@ -84,22 +114,31 @@ EC_STATE_FITS(ec_ecoc_state);
 
 /* ---- array access -------------------------------------------------------- */
 
-/* The loop bounds, sizes and offsets of the rules are uint32: ec_image_open has
- * checked that every array lies inside the image, whose total_size is a uint32,
- * so an array of n entries of b bytes has n b < 2^32 (the code (c, m): c m <
- * 2^31 entries; in_center: d < 2^29; col_classes: fewer than 2^31 symbols;
- * lin_bias: k < 2^29). A running sum is compared with such a bound before
- * it could wrap. */
-#define EC_ANY 0xFFFFFFFFu /* any length (no array has 2^32 - 1 entries of >= 2 bytes) */
+/* The loop bounds, sizes and offsets of the rules are ec_count (size_t):
+ * ec_image_open has checked that every array lies inside the image, whose
+ * total_size is a uint32 and at most SIZE_MAX (on AVR 65,535), so an array of
+ * n entries of b bytes has n b <= total_size (the code (c, m): c m <
+ * 2^31 entries, on AVR < 2^15; in_center: d < 2^29; col_classes: fewer than
+ * 2^31 symbols; lin_bias: k < 2^29). A running sum is compared with such a
+ * bound before it could wrap. Values read from the image (int32 offsets,
+ * counts, references) are checked before they become an ec_count. */
+#define EC_ANY ((ec_count)-1) /* any length (no array has SIZE_MAX entries of >= 2 bytes) */
 
 /* Array `name` of `dtype`, shape (n0,) or, with n1 given, (n0, n1); EC_ANY
  * accepts any length. EC_ERR_SCHEMA unless so. */
 static ec_status get_array(const ec_image *img, const EC_ROM char *name, uint8_t dtype,
-                           uint32_t n0, uint32_t n1, ec_array *a)
+                           ec_count n0, ec_count n1, ec_array *a)
 {
     ec_status s = ec_image_require(img, name, dtype, n1 == 0u ? 1u : 2u, a);
     if (s != EC_OK)
         return s;
+#if SIZE_MAX < 0xFFFFFFFFu
+    /* a dimension beyond ec_count (AVR: 65,535): only an empty 2-d array can
+       declare one, and each such array of this kind breaks a rule (code (c,
+       0) or (0, m); lin_weights (0, k) with d >= 1; code_bits (c >= 2, words)) */
+    if (a->shape[0] > SIZE_MAX || a->shape[1] > SIZE_MAX)
+        return EC_ERR_SCHEMA;
+#endif
     if ((n0 != EC_ANY && a->shape[0] != n0) || (n1 != 0u && n1 != EC_ANY && a->shape[1] != n1))
         return EC_ERR_SCHEMA;
     return EC_OK;
@@ -109,15 +148,15 @@ static ec_status get_array(const ec_image *img, const EC_ROM char *name, uint8_t
 /* Rules 4 and 9: off[j] is cnt[0] + .. + cnt[j - 1] for every column j < m and
  * the m counts add up to `total` (< 2^31); each count in [0, 32768] (the
  * caller's rule), so the sum, compared with total at every step, never wraps. */
-static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt, uint32_t m,
-                           uint32_t total)
+static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt, ec_count m,
+                           ec_count total)
 {
     const EC_ROM int32_t *end = off + m;
-    uint32_t sum = 0u;
+    ec_count sum = 0u; /* total + 32768 fits: total < 2^15 entries on AVR */
     for (; off != end; off++, cnt++) {
         if ((uint32_t)*off != sum)
             return 0;
-        sum += (uint32_t)*cnt;
+        sum += (ec_count)*cnt;
         if (sum > total)
             return 0;
     }
@@ -125,14 +164,6 @@ static int running_sums_ok(const EC_ROM int32_t *off, const EC_ROM int32_t *cnt,
 }
 
 #define AS(type, arr) ((const EC_ROM type *)(const EC_ROM void *)(arr).data)
-
-/* set bits of a byte, in 8-bit operations (one register on AVR) */
-static uint8_t popcount8(uint8_t x)
-{
-    x = (uint8_t)(x - ((x >> 1) & 0x55u));
-    x = (uint8_t)((x & 0x33u) + ((x >> 2) & 0x33u));
-    return (uint8_t)((x + (x >> 4)) & 0x0Fu);
-}
 
 /* ---- linear learners (rules 9, 10) ---------------------------------------- */
 #if EC_ECOC_LINEAR
@@ -149,10 +180,11 @@ static uint64_t abs64(int64_t v)
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static uint64_t column_abs_sum(const EC_ROM int32_t *p, uint32_t d, uint32_t stride,
+static uint64_t column_abs_sum(const EC_ROM int32_t *p, ec_count d, ec_count stride,
                                uint8_t *mode)
 {
-    uint32_t lo = 0u, hi = 0u, f;
+    uint32_t lo = 0u, hi = 0u;
+    ec_count f;
     uint8_t wide = 0u;
     for (f = 0; f < d; f++, p += stride) {
         int32_t v = *p;
@@ -175,7 +207,7 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
     ec_status s;
     const EC_ROM int32_t *w, *n_out, *out_off;
     const EC_ROM int64_t *b;
-    uint32_t m = mo->n_columns, d = mo->n_features, k, j, o;
+    ec_count m = mo->n_columns, d = mo->n_features, k, j, o;
     uint8_t mode;
 
     if ((s = get_array(img, EC_STR("lin_weights"), EC_I32, d, EC_ANY, &a)) != EC_OK)
@@ -214,7 +246,15 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
         if (mode == EC_LIN_ACC32 && absb + EC_Q_ABS_MAX * abs_w > 0x7FFFFFFFu)
             mode = EC_LIN_W16;
     }
-    mo->lin_mode = EC_NARROW ? mode : EC_LIN_WIDE;
+    if (!EC_NARROW)
+        mode = EC_LIN_WIDE;
+    if (mode == EC_LIN_ACC32 && !EC_ECOC_ACC32)
+        mode = EC_LIN_W16; /* exact too: the same products, a wider sum */
+    if (mode == EC_LIN_W16 && !EC_ECOC_W16)
+        mode = EC_LIN_WIDE;
+    if (mode == EC_LIN_WIDE && !EC_ECOC_I64)
+        return EC_ERR_KIND; /* the image needs an arithmetic not compiled in */
+    mo->lin_mode = mode;
     mo->lin_weights = w;
     mo->lin_bias = b;
     mo->col_n_out = n_out;
@@ -227,12 +267,15 @@ static ec_status open_linear(const ec_image *img, ec_ecoc_state *mo)
 /* ---- decision trees (rules 11, 12, 14, 15) --------------------------------- */
 #if EC_ECOC_TREES
 
-/* 1 if symbol s is one of the column's learner symbols cls[0 .. n). */
-static int has_symbol(const EC_ROM int16_t *cls, int32_t n, uint32_t s)
+/* 1 if reference r is a decision node (r >= L) or a symbol among the
+ * column's learner symbols cls[0 .. n). */
+static EC_NOINLINE int leaf_ok(const EC_ROM int16_t *cls, int32_t n, uint32_t r, ec_count L)
 {
     int32_t i;
+    if (r >= L)
+        return 1;
     for (i = 0; i < n; i++)
-        if ((uint32_t)(int32_t)cls[i] == s)
+        if ((uint32_t)(int32_t)cls[i] == r)
             return 1;
     return 0;
 }
@@ -241,11 +284,13 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
 {
     ec_trees *t = &mo->trees;
     ec_status s;
-    uint32_t m = mo->n_columns, L = mo->n_symbols, j, next;
+    ec_count m = mo->n_columns, L = mo->n_symbols, j, next;
 
     /* rule 11: the node arrays, one tree per column */
     if ((s = ec_trees_open(img, m, t)) != EC_OK)
         return s;
+    if (!EC_TREES_WIDTHS_OK(t))
+        return EC_ERR_KIND; /* node widths not compiled in */
     t->n_leaves = L; /* a reference r < N is the leaf of symbol r */
     t->n_features = mo->n_features;
     /* rules 12 and 14: features, preorder, every node referenced once, depth */
@@ -258,24 +303,24 @@ static ec_status open_trees(const ec_image *img, ec_ecoc_state *mo)
     for (j = 0, next = 0; j < m; j++) {
         const EC_ROM int16_t *cls = mo->col_classes + mo->col_cls_offset[j];
         int32_t ncls = mo->col_n_cls[j];
-        uint32_t i, a, b, r = ec_trees_rd(t->root, t->root_bytes, j);
+        uint32_t r = EC_TREES_ROOT(t, j); /* an image value */
+        ec_count i, a, b;
         if (ncls >= (int32_t)L)
             continue;
         if (r < L) { /* a one-leaf tree */
-            if (!has_symbol(cls, ncls, r))
+            if (!leaf_ok(cls, ncls, r, L))
                 return EC_ERR_RULE;
             continue;
         }
         if (next <= j)
             next = j + 1u;
-        while (next < m && ec_trees_rd(t->root, t->root_bytes, next) < L)
+        while (next < m && EC_TREES_ROOT(t, next) < L)
             next++;
         a = r - L;
-        b = next < m ? ec_trees_rd(t->root, t->root_bytes, next) - L : t->n_nodes;
+        b = next < m ? EC_TREES_ROOT(t, next) - L : t->n_nodes;
         for (i = a; i < b; i++) {
-            uint32_t lr = ec_trees_rd(t->left, t->ref_bytes, i);
-            uint32_t rr = ec_trees_rd(t->right, t->ref_bytes, i);
-            if ((lr < L && !has_symbol(cls, ncls, lr)) || (rr < L && !has_symbol(cls, ncls, rr)))
+            if (!leaf_ok(cls, ncls, EC_TREES_LEFT(t, i), L) ||
+                !leaf_ok(cls, ncls, EC_TREES_RIGHT(t, i), L))
                 return EC_ERR_RULE;
         }
     }
@@ -335,7 +380,7 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
     const EC_ROM int16_t *code, *cls, *e, *end;
     const EC_ROM int32_t *unused, *n_cls, *cls_off, *p, *pend;
     const EC_ROM uint64_t *center;
-    uint32_t c, m, d, r, words, total;
+    ec_count c, m, d, r, words, total;
     int32_t n_sym;
     int16_t max_code; /* then N - 1 (N <= 32768) */
     uint8_t kind, lk;
@@ -424,7 +469,7 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
 
     mo->n_classes = c;
     mo->n_columns = m;
-    mo->n_symbols = (uint32_t)n_sym;
+    mo->n_symbols = (ec_count)n_sym;
     mo->n_features = d;
     mo->code = code;
     mo->unused_count = unused;
@@ -435,17 +480,14 @@ static EC_AVR_WORKAROUND ec_status open_checked(const ec_image *img, ec_ecoc_sta
     /* rule 7: the packed binary code, only for N = 2 */
     if (n_sym == 2) {
         const EC_ROM uint8_t *pb, *pu; /* the rows as bytes (little-endian words) */
-        uint32_t nbytes;
+        ec_count nbytes;
         words = (m + 63u) / 64u; /* m < 2^31 */
         if ((s = get_array(img, EC_STR("code_bits"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        mo->code_bits = AS(uint64_t, a);
         pb = a.data;
         if ((s = get_array(img, EC_STR("code_used"), EC_U64, c, words, &a)) != EC_OK)
             return s;
-        mo->code_used = AS(uint64_t, a);
         pu = a.data;
-        mo->code_words = words;
         /* bit j of a row is bit j % 8 of its byte j / 8; the bits from m to 64
            words are 0 */
         nbytes = 8u * words;
@@ -507,7 +549,7 @@ static ec_status ecoc_open(const ec_image *img, ec_model *model, uint32_t *n_cla
 
 static uint32_t ecoc_workspace_bytes(const ec_model *model)
 {
-    (void)model; /* everything streams: scores, symbols and packed words */
+    (void)model; /* everything streams: scores, symbols and distances */
     return 0u;
 }
 
@@ -562,11 +604,12 @@ static uint32_t ecoc_workspace_bytes(const ec_model *model)
 /* b + sum q[f] w[f stride], the int16 weights read as the low halves
  * (little-endian) of the int32 entries, in 32 bits (EC_LIN_ACC32). Its own
  * function, not inlined: the loop keeps every variable in a register. */
+#if EC_ECOC_ACC32
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static int32_t linear_score32(const int16_t *q, const int16_t *end, const EC_ROM int32_t *w,
-                              uint32_t stride, int32_t acc)
+                              ec_count stride, int32_t acc)
 {
     const EC_ROM int16_t *w16 = (const EC_ROM int16_t *)(const EC_ROM void *)w;
     stride *= 2u;
@@ -574,46 +617,66 @@ static int32_t linear_score32(const int16_t *q, const int16_t *end, const EC_ROM
         EC_MAC16(acc, *q, *w16);
     return acc;
 }
+#endif
+
+/* A score: int32 when the 32-bit sums are the only arithmetic compiled in. */
+#if EC_ECOC_W16 || EC_ECOC_I64
+typedef int64_t ecoc_score;
+#else
+typedef int32_t ecoc_score;
+#endif
 
 /* lin_bias[o] + sum_f q_f lin_weights[f, o], exactly (rule 10 bounds every
  * partial sum by 2^63 - 1), in the arithmetic lin_mode says. */
-static int64_t linear_score(const ec_ecoc_state *m, const int16_t *q, uint32_t o)
+static ecoc_score linear_score(const ec_ecoc_state *m, const int16_t *q, ec_count o)
 {
     const EC_ROM int32_t *w = m->lin_weights + o;
     const int16_t *end = q + m->n_features;
-    uint32_t k = m->n_outputs, lo = 0u, hi = 0u;
-    if (m->lin_mode == EC_LIN_ACC32)   /* |partial sums| < 2^31 */
+    ec_count k = m->n_outputs;
+#if EC_ECOC_ACC32
+    if (m->lin_mode == EC_LIN_ACC32) /* |partial sums| < 2^31 */
         return linear_score32(q, end, w, k, (int32_t)m->lin_bias[o]);
+#endif
+#if EC_ECOC_W16
     if (m->lin_mode == EC_LIN_W16) {
+        uint32_t lo = 0u, hi = 0u;
         for (; q != end; q++, w += k)
             EC_ADD2W(lo, hi, (int32_t)*q * (int16_t)*w);
         /* modulo 2^64: the exact score fits int64 */
         return (int64_t)((uint64_t)m->lin_bias[o] + (((uint64_t)hi << 32) | lo));
     }
+#endif
+#if EC_ECOC_I64
     {
         int64_t acc = m->lin_bias[o];
         for (; q != end; q++, w += k)
             acc += (int64_t)*q * (int64_t)*w;
         return acc;
     }
+#else
+    (void)end;
+    (void)w;
+    (void)k;
+    return 0; /* not reached: the open picks a path compiled in */
+#endif
 }
 
 /* Each column's symbol: the sign of its one score, or its first argmax. */
 static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
 {
-    uint32_t j, n = m->n_columns;
+    ec_count j, n = m->n_columns;
     for (j = 0; j < n; j++) {
         const EC_ROM int16_t *cls = m->col_classes + m->col_cls_offset[j];
         int32_t k = m->col_n_out[j];
-        uint32_t o = (uint32_t)m->col_out_offset[j];
+        ec_count o = (ec_count)m->col_out_offset[j];
         int32_t pick = 0;
         if (k == 1) {
             pick = linear_score(m, q, o) > 0;
         } else if (k > 1) { /* first argmax */
-            int64_t top = linear_score(m, q, o);
+            ecoc_score top = linear_score(m, q, o);
             int32_t t;
             for (t = 1; t < k; t++) {
-                int64_t v = linear_score(m, q, o + (uint32_t)t);
+                ecoc_score v = linear_score(m, q, o + (ec_count)t);
                 if (v > top) {
                     top = v;
                     pick = t;
@@ -630,7 +693,7 @@ static ec_status linear_symbols(const ec_ecoc_state *m, const int16_t *q, int64_
 /* Each column's symbol: the leaf its tree reaches. */
 static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t *decision)
 {
-    uint32_t j, n = m->n_columns;
+    ec_count j, n = m->n_columns;
     for (j = 0; j < n; j++) {
         uint32_t sym = ec_trees_walk(&m->trees, q, j);
         if (sym >= m->n_symbols) /* excluded by the layout rule */
@@ -645,7 +708,8 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t c, n, j, r, best;
+    ec_count c, n, r;
+    uint32_t best;
     int64_t *dist;
     int32_t arg;
     ec_status s;
@@ -664,38 +728,23 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
 
     /* doubled distances -> decision[n .. n + c) and the first class with the
        smallest, in 32 bits: 2 cnt + unused_count[r] <= 2 n <= 2^32 - 2 (the
-       unused entries are never counted; n < 2^31, rule 1), below best's start */
+       unused entries are never counted; n < 2^31, rule 1), below best's
+       start. The code's int16 rows serve every alphabet (for N = 2 they hold
+       what the packed rows do, rule 7). */
     {
-        /* N = 2: the packed rows as bytes (little-endian words: byte b of a row
-           holds columns 8b .. 8b + 7), the learners' bits (0 or 1) packed a
-           byte at a time; else the code's int16 rows */
-        const EC_ROM uint8_t *bits = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_bits;
-        const EC_ROM uint8_t *used = (const EC_ROM uint8_t *)(const EC_ROM void *)m->code_used;
         const EC_ROM int16_t *row = m->code;
-        uint32_t pad = 8u * m->code_words - (n + 7u) / 8u; /* the row bytes past column n */
         best = 0xFFFFFFFFu;
         arg = 0;
         for (r = 0; r < c; r++) {
-            uint32_t cnt = 0u, dd;
-            if (bits != 0) {
-                for (j = 0; j < n; bits++, used++) {
-                    uint8_t w = 0u, bit;
-                    for (bit = 1u; bit != 0u && j < n; bit = (uint8_t)(bit << 1), j++)
-                        if ((uint8_t)decision[j] != 0u)
-                            w |= bit;
-                    cnt += popcount8((uint8_t)((w ^ *bits) & *used));
-                }
-                bits += pad;
-                used += pad;
-            } else {
-                const EC_ROM int16_t *end = row + n;
-                const int64_t *dj = decision;
-                for (; row != end; row++, dj++) {
-                    int16_t v = *row;
-                    cnt += v >= 0 && v != (int16_t)*dj;
-                }
+            const EC_ROM int16_t *end = row + n;
+            const int64_t *dj = decision;
+            ec_count cnt = 0u;
+            uint32_t dd;
+            for (; row != end; row++, dj++) {
+                int16_t v = *row;
+                cnt += v >= 0 && v != (int16_t)*dj;
             }
-            dd = 2u * cnt + (uint32_t)m->unused_count[r];
+            dd = 2u * (uint32_t)cnt + (uint32_t)m->unused_count[r];
             dist[r] = (int64_t)dd;
             if (dd < best) {
                 best = dd;
@@ -714,7 +763,7 @@ ec_quantize_fn ec_ecoc_quantize;
 ec_status ec_ecoc_quantize(const ec_model *model, const void *x, int type, int16_t *frame)
 {
     const ec_ecoc_state *m = EC_CSTATE(ec_ecoc_state, model);
-    uint32_t f;
+    ec_count f;
     ec_exact v = {0u, 0, 0}, c = {0u, 0, 0};
     for (f = 0; f < m->n_features; f++) {
         if (!ec_q_input(x, type, f, &v))

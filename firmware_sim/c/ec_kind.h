@@ -79,6 +79,24 @@ typedef struct {
 #define EC_AVR_WORKAROUND
 #endif
 
+/* ec_count: the entry count of an array of the image, or an index into it.
+ * Every array lies inside the image and the image inside the address space
+ * (ec_image_open refuses a total_size above SIZE_MAX), so size_t holds it:
+ * 16 bits on AVR (whose __flash reaches 64 KB: one-register loop counters),
+ * 32 or 64 elsewhere. Values read from the image stay uint32_t until checked
+ * against such a count. */
+typedef size_t ec_count;
+
+/* EC_NOINLINE: a helper kept out of its caller. On 8-bit cores a big
+ * function whose 32-bit values outnumber the registers spills them to the
+ * stack at every use; its parts as separate functions keep theirs in
+ * registers, which is smaller (and seldom slower on the open path). */
+#if defined(__GNUC__)
+#define EC_NOINLINE __attribute__((noinline))
+#else
+#define EC_NOINLINE
+#endif
+
 /* The wire protection layer (ec_wire.c, issue 27): compiled in with every kind
  * (EC_ALL_KINDS) or when the firmware's ec_config.h sets EC_WITH_WIRE. */
 #ifndef EC_WITH_WIRE

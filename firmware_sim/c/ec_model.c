@@ -31,8 +31,9 @@ const EC_ROM ec_kind_ops *ec_kind_find(uint32_t kind)
 /* Names in __classes__: its NUL bytes (ec_image_open checked it ends with one). */
 static uint32_t ec_count_names(const ec_image *img)
 {
-    uint32_t i, n = 0u;
-    for (i = 0; i < img->class_names_bytes; i++) n += img->class_names[i] == 0u ? 1u : 0u;
+    const EC_ROM uint8_t *p = img->class_names, *end = p + img->class_names_bytes;
+    uint32_t n = 0u;
+    for (; p != end; p++) n += *p == 0u;
     return n;
 }
 

@@ -25,7 +25,8 @@ extern "C" {
 /* ---- status codes (0 = success; every failure is negative) ---------- */
 typedef enum {
     EC_OK = 0,
-    EC_ERR_ARG = -1,        /* NULL pointer or bad argument                  */
+    EC_ERR_ARG = -1,        /* NULL pointer or bad argument (an image larger
+                               than the address space: AVR 64 KB)            */
     EC_ERR_ALIGN = -2,      /* image not 16-byte aligned in memory           */
     EC_ERR_TRUNCATED = -3,  /* buffer shorter than the header or total_size  */
     EC_ERR_MAGIC = -4,      /* magic bytes                                    */
@@ -135,13 +136,16 @@ typedef struct ec_kind_ops ec_kind_ops;
 
 /* Room for a kind's own fields (pointers into the image, sizes), which only
  * the kind's source file knows (it views the bytes as its own struct type,
- * and only through that type): EC_STATE_POINTERS image pointers plus
- * EC_STATE_BYTES bytes of integers. Each kind checks at compile time that
- * its fields fit. */
+ * and only through that type): EC_STATE_POINTERS image pointers,
+ * EC_STATE_COUNTS array counts (size_t: their width follows the address
+ * space) plus EC_STATE_BYTES bytes of integers. Each kind checks at compile
+ * time that its fields fit. */
 #define EC_STATE_POINTERS 20
+#define EC_STATE_COUNTS 4
 #define EC_STATE_BYTES 48
 typedef union {
-    unsigned char bytes[EC_STATE_POINTERS * sizeof(const EC_ROM void *) + EC_STATE_BYTES];
+    unsigned char bytes[EC_STATE_POINTERS * sizeof(const EC_ROM void *) +
+                        EC_STATE_COUNTS * sizeof(size_t) + EC_STATE_BYTES];
     const EC_ROM void *align_pointer;
     uint64_t align_integer;
 } ec_kind_state;

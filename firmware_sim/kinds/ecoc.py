@@ -330,9 +330,9 @@ class ECOCDevice(Device):
     #: on AVR (-Os) and RV32 the probe's flash minus the image and the peak stack
     #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
     #: --no-emlearn``; ECOC: the larger of one-learner linear and tree builds).
-    runtime_bytes = MappingProxyType({"cortex-m0": (8163, 552), "cortex-m4": (6771, 496),
-                                      "atmega328p": (11348, 623), "atmega2560": (11514, 629),
-                                      "rv32imac": (7053, 736)})
+    runtime_bytes = MappingProxyType({"cortex-m0": (6034, 736), "cortex-m4": (5027, 736),
+                                      "atmega328p": (8026, 505), "atmega2560": (8162, 510),
+                                      "rv32imac": (5837, 704)})
 
     @classmethod
     def erasure_owners(cls, container):
@@ -543,15 +543,12 @@ class ECOCDevice(Device):
         the learners (linear: ``scores`` dot products of ``macs`` int16 x
         int32 products and ``argmax_steps``; trees: ``nodes_visited``, counted
         on the frames or, without, the deepest path of every tree), then the
-        decoding (binary codes: ``code_bits_set`` outputs packed and
-        ``popcounts`` of 64-bit words; N-ary: ``symbol_compares``) and the
-        ``classes`` scanned for the nearest. Open: the image
+        decoding (``symbol_compares`` along the code's int16 rows, for every
+        alphabet) and the ``classes`` scanned for the nearest. Open: the image
         (``profiles.image_counts``) and the arrays its rules walk."""
         from ..profiles import image_counts
 
         c, n, d = self.n_classes, self.n_columns, self.n_features
-        binary = self.n_symbols == 2 and "code_bits" in self.container.arrays
-        words = -(-n // 64)
         infer = {"call": 1, "columns": n, "classes": c}
         opened = {**image_counts(self.container), "code_entries": c * n, "columns": n,
                   "classes": c}
@@ -567,10 +564,7 @@ class ECOCDevice(Device):
             n_dec = int(self._tf.shape[0])
             opened.update(nodes=n_dec,
                           leaves=n_dec + int(self._root.size))
-        if binary:
-            infer.update(code_bits_set=n, popcounts=c * words)
-        else:
-            infer["symbol_compares"] = c * n
+        infer["symbol_compares"] = c * n
         family = "ecoc_linear" if self.learner_kind == "linear" else "ecoc_trees"
         if frames is None:
             return {"family": family, "open": opened, "infer": infer}
@@ -588,13 +582,37 @@ class ECOCDevice(Device):
         class)."""
         return (("symbols", self.n_columns), ("distances", self.n_classes))
 
+    def score_arithmetic(self):
+        """The narrowest exact arithmetic of the linear scores, as the C runtime
+        derives it at open (``docs/firmware.md``, "Narrow arithmetic"):
+        ``"int32"`` (every weight in int16 and every output's ``|B| + 32768
+        sum_f |W|`` below 2**31: 16x16->32-bit products, 32-bit sums),
+        ``"w16"`` (every weight in int16: the same products, 64-bit sums in two
+        32-bit words) or ``"int64"``; None for tree learners."""
+        if self.learner_kind != "linear":
+            return None
+        return score_arithmetic(self._w, self._b)
+
     def c_defines(self):
         """``ec_config.h`` settings of a firmware written for this model alone: only
         its learner kind's code (open checks and inference, ``ec_ecoc.c``) is
-        compiled in; an image of the other learner kind is then refused with
+        compiled in, for linear learners only the score arithmetic its image
+        needs (:meth:`score_arithmetic`), for trees only its node widths; an
+        image of the other learner kind, one whose scores need a wider
+        arithmetic or one of other node widths is then refused with
         ``EC_ERR_KIND`` (issue 26)."""
         linear = self.learner_kind == "linear"
-        return {"EC_ECOC_LINEAR": int(linear), "EC_ECOC_TREES": int(not linear)}
+        out = {"EC_ECOC_LINEAR": int(linear), "EC_ECOC_TREES": int(not linear)}
+        if linear:
+            arith = self.score_arithmetic()
+            out.update(EC_ECOC_ACC32=int(arith == "int32"), EC_ECOC_W16=int(arith == "w16"),
+                       EC_ECOC_I64=int(arith == "int64"))
+        else:
+            a = self.container.arrays
+            out.update(EC_ECOC_ROOT_BYTES=a["tree_root"].dtype.itemsize,
+                       EC_ECOC_FEATURE_BYTES=a["node_feature"].dtype.itemsize,
+                       EC_ECOC_REF_BYTES=a["node_left"].dtype.itemsize)
+        return out
 
     def c_inline(self, stamp, form="code"):
         """Tree learners as C code (``edgecode firmware --trees inline``, form
@@ -974,6 +992,24 @@ def _check_linear(container, m, d, n_cls):
                             f"|lin_bias| + 32768 * sum_f |lin_weights[f, {o}]| = {bound} > "
                             "2**63 - 1 (int64 accumulator overflow)")
     return {"lin_weights": w, "lin_bias": b, "col_n_out": n_out, "col_out_offset": out_off}
+
+
+def score_arithmetic(lin_weights, lin_bias):
+    """``"int32"``, ``"w16"`` or ``"int64"``: the narrowest exact arithmetic of
+    linear scores ``B[o] + sum_f q_f W[f, o]`` over every int16 frame
+    (:meth:`ECOCDevice.score_arithmetic`; the C runtime's choice at open).
+
+    >>> score_arithmetic(np.array([[3], [-2]], np.int32), np.array([7], np.int64))
+    'int32'
+    >>> score_arithmetic(np.array([[40000]], np.int32), np.array([0], np.int64))
+    'int64'
+    """
+    W = np.asarray(lin_weights, np.int64)
+    if W.size and (W.min() < -32768 or W.max() > 32767):
+        return "int64"
+    bound = (np.abs(np.asarray(lin_bias, np.int64)).astype(object)
+             + Q_ABS_MAX * np.abs(W).sum(axis=0).astype(object))
+    return "int32" if all(int(v) <= 2**31 - 1 for v in bound) else "w16"
 
 
 def _check_trees(container, m, d, n_cls, cls_off, classes, n_sym):

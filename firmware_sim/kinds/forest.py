@@ -219,9 +219,9 @@ class ForestDevice(Device):
     #: (``benchmarks/README.md``, "Tree forests"); on AVR (-Os) and RV32 the probe's
     #: flash minus the image and the peak stack (``python benchmarks/bench_firmware.py
     #: --targets atmega328p,atmega2560,rv32imac --no-emlearn``).
-    runtime_bytes = MappingProxyType({"cortex-m0": (5235, 728), "cortex-m4": (4049, 688),
-                                      "atmega328p": (8871, 764), "atmega2560": (9023, 764),
-                                      "rv32imac": (5293, 736)})
+    runtime_bytes = MappingProxyType({"cortex-m0": (4502, 744), "cortex-m4": (3846, 744),
+                                      "atmega328p": (6963, 508), "atmega2560": (7099, 466),
+                                      "rv32imac": (4781, 752)})
 
     def __init__(self, container):
         if not isinstance(container, Container):

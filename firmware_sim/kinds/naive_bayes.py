@@ -235,9 +235,9 @@ class ProtectedNBDevice(Device):
     #: on AVR (-Os) and RV32 the probe's flash minus the image and the peak stack
     #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
     #: --no-emlearn``).
-    runtime_bytes = MappingProxyType({"cortex-m0": (3632, 364), "cortex-m4": (2592, 280),
-                                      "atmega328p": (6606, 269), "atmega2560": (6758, 275),
-                                      "rv32imac": (4006, 320)})
+    runtime_bytes = MappingProxyType({"cortex-m0": (3376, 392), "cortex-m4": (2720, 360),
+                                      "atmega328p": (5022, 271), "atmega2560": (5158, 277),
+                                      "rv32imac": (3510, 336)})
 
     @classmethod
     def erasure_owners(cls, container):

@@ -213,9 +213,9 @@ class SSBCDevice(Device):
     #: on AVR (-Os) and RV32 the probe's flash minus the image and the peak stack
     #: (``python benchmarks/bench_firmware.py --targets atmega328p,atmega2560,rv32imac
     #: --no-emlearn``).
-    runtime_bytes = MappingProxyType({"cortex-m0": (8408, 364), "cortex-m4": (6600, 336),
-                                      "atmega328p": (15489, 432), "atmega2560": (15641, 435),
-                                      "rv32imac": (10433, 384)})
+    runtime_bytes = MappingProxyType({"cortex-m0": (8299, 432), "cortex-m4": (6875, 416),
+                                      "atmega328p": (13783, 432), "atmega2560": (13903, 435),
+                                      "rv32imac": (9937, 400)})
 
     @classmethod
     def check_container(cls, container):
