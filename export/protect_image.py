@@ -34,12 +34,13 @@ from functools import lru_cache
 import numpy as np
 
 from firmware_sim import load
-from firmware_sim.artifact import Container, read_container, write_container
+from firmware_sim.artifact import PROTECT_NAME, Container, entry_layout, read_container, \
+    stored_size, write_container
 from firmware_sim.contract import BaseDevice
 from firmware_sim.engine.campaign import run_campaign
 from firmware_sim.errors import ContainerError, FrameError
 from firmware_sim.faults import ParameterUpset
-from firmware_sim._bch import bch_layout, bch_params_error
+from firmware_sim._bch import T_MAX, bch_layout, bch_params_error
 from firmware_sim.protection import WORD_BYTES, bch_check_bytes, check_bits_per_word, \
     protect_container
 
@@ -52,7 +53,10 @@ __all__ = ["protect_image", "IMAGE_SCHEMES"]
 IMAGE_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
 #: t offered to the planner per array (m: the smallest field whose block holds
 #: the array, at most 13: longer arrays are cut into blocks of 8191 bits).
-BCH_T = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24)
+BCH_T = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
+#: t tried for a span of arrays under one code (its two largest that fit):
+#: every t, so that the budget is spent to the byte.
+_SPAN_T = tuple(range(1, T_MAX + 1))
 #: Block failure probability the uniform ``bch`` scheme aims at.
 BCH_TARGET = 1e-4
 
@@ -98,8 +102,15 @@ def _label_indices(container, y):
 
 
 def _sensitivity(container, frames, clean, sample_bits, rng):
-    """Per array: mean label change of one upset (sampled bits, refused = 1)."""
+    """Per array: mean label change of one upset (refused = 1). Every bit of an
+    array of at most ``sample_bits`` bits is upset (the figure is exact on
+    these points); of a larger one, a sample of ``sample_bits`` bits, and the
+    figure is the posterior mean under a Jeffreys prior, ``(K + 1/2) / (N +
+    1)`` with K labels changed in N = bits x points trials: a sample in which
+    no upset changed a label is not evidence that none does (a large array of
+    thresholds), and the planner can still rank it by its size."""
     out = {}
+    n_pts = max(1, len(clean))
     for name, a in container.arrays.items():
         n = 8 * a.nbytes
         if n == 0:
@@ -107,8 +118,13 @@ def _sensitivity(container, frames, clean, sample_bits, rng):
             continue
         fault = ParameterUpset(count=1, arrays=[name])
         bits = np.arange(n) if n <= sample_bits else rng.choice(n, sample_bits, replace=False)
-        out[name] = float(np.mean([_change(fault.apply_positions(container, [int(b)]),
-                                           frames, clean) for b in bits]))
+        ch = [_change(fault.apply_positions(container, [int(b)]), frames, clean)
+              for b in bits]
+        if n <= sample_bits:
+            out[name] = float(np.mean(ch))
+        else:
+            trials = len(ch) * n_pts
+            out[name] = float((np.sum(ch) * n_pts + 0.5) / (trials + 1))
     return out
 
 
@@ -166,9 +182,9 @@ def _bch_m(nbits, t):
     return None if bch_params_error(13, t) else 13
 
 
-def _bch_options(nbytes):
+def _bch_options(nbytes, ts=BCH_T):
     out = []
-    for t in BCH_T:
+    for t in ts:
         m = _bch_m(8 * nbytes, t)
         if m is not None:
             out.append(("bch", (m, t)))
@@ -235,14 +251,21 @@ def _hazard(scheme, wb, nbytes, eps, c, e):
 
 def _sizer(container):
     """Exact size of ``container`` written with a ``"__protect__"`` of L bytes
-    (the entry, the alignment before the arrays after it), cached per L."""
-    cache = {}
+    (the table entry, the alignment before it and before the arrays after it),
+    by arithmetic on the layout (:func:`firmware_sim.artifact.stored_size`)
+    of one write: the planner asks for thousands of L on a large image."""
+    base = len(container.tobytes())
+    raw = write_container(None, container.kind, dict(container.arrays),
+                          container.meta or None, protect=np.zeros(3, np.uint8))
+    sizes = [nb for _, _, nb in entry_layout(raw)]
+    names = [n for n, _, _ in entry_layout(raw)]
+    at = names.index(PROTECT_NAME)
+    cache = {0: base}
 
     def size(L):
         if L not in cache:
-            cache[L] = len(write_container(None, container.kind, dict(container.arrays),
-                                           container.meta or None,
-                                           protect=np.zeros(L, np.uint8) if L else None))
+            sizes[at] = int(L)
+            cache[L] = stored_size(sizes)
         return cache[L]
     return size
 
@@ -303,7 +326,7 @@ def _plan(container, eps, budget, sens, erase):
         for j in range(i + 1, len(names)):
             cov = names[i:j + 1]
             nbytes = sum(arrays[n].nbytes for n in cov)
-            fits = [o for o in _bch_options(nbytes)
+            fits = [o for o in _bch_options(nbytes, _SPAN_T)
                     if size(3 + _cost(*o, nbytes)) - base <= budget]
             for opt in fits[-2:]:
                 m, t = opt[1]
