@@ -129,10 +129,16 @@ def _sensitivity(container, frames, clean, sample_bits, rng):
 
 
 def _erasure_damage(container, frames, clean, rng, sample=32):
-    """Per array with a fallback: mean label change of one detected element."""
+    """Per array with a fallback: mean label change of one erasure, and the
+    names whose fallback is per element (a detected word then zeroes every
+    element it holds) rather than per unit (a learner, a tree). Units are
+    erased one at a time, every one; elements too when there are at most
+    ``sample``, else a sample of them, whose figure is the Jeffreys posterior
+    mean (as for single upsets: never 0 from a sample)."""
     cls = type(load(container))
     owners = cls.erasure_owners(container)
-    out = {}
+    out, per_element = {}, []
+    n_pts = max(1, len(clean))
     for name, own in owners.items():
         own = np.asarray(own).reshape(-1)
         if own.size == 0:
@@ -146,6 +152,7 @@ def _erasure_damage(container, frames, clean, rng, sample=32):
                 ch.append(float(np.mean(_labels_of(dev, frames) != clean)))
             out[name] = float(np.mean(ch))
         else:
+            per_element.append(name)
             els = np.arange(own.size) if own.size <= sample else \
                 rng.choice(own.size, sample, replace=False)
             ch = []
@@ -154,8 +161,18 @@ def _erasure_damage(container, frames, clean, rng, sample=32):
                 arrays[name].reshape(-1)[e] = 0
                 ch.append(_change(write_container(None, container.kind, arrays,
                                                   container.meta or None), frames, clean))
-            out[name] = float(np.mean(ch))
-    return out
+            out[name] = float(np.mean(ch)) if own.size <= sample else \
+                float((np.sum(ch) * n_pts + 0.5) / (len(ch) * n_pts + 1))
+    return out, per_element
+
+
+def _word_erasure(e, per_element, opt, itemsize):
+    """Label change of one detected word of ``opt`` = (scheme, word_bytes): the
+    unit figure ``e``, or for a per-element fallback ``e`` times the elements a
+    word holds (at most 1); None without a fallback."""
+    if e is None or not per_element or opt[0] not in ("parity", "secded"):
+        return e
+    return min(1.0, e * max(1, opt[1] // max(1, itemsize)))
 
 
 def _options(a, itemsize):
@@ -302,7 +319,7 @@ def _greedy(names, table, budget, size, base, spent, choice):
     return sum(table[n][cur[n]][2] for n in names)
 
 
-def _plan(container, eps, budget, sens, erase):
+def _plan(container, eps, budget, sens, erase, per_element=()):
     """Per-array greedy, and per span of consecutive arrays under one BCH code
     (the largest t's that fit, the rest greedy): the plan of least first-order
     hazard. Returns ({array: spec}, {array: first array of its span})."""
@@ -317,7 +334,9 @@ def _plan(container, eps, budget, sens, erase):
             if opt[0] == "parity" and name not in erase:
                 continue     # a detection without a fallback only refuses
             rows.append((opt, _cost(*opt, a.nbytes),
-                         _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))))
+                         _hazard(*opt, a.nbytes, eps, sens[name],
+                                 _word_erasure(erase.get(name), name in per_element, opt,
+                                               a.dtype.itemsize))))
         table[name] = rows
     choice = {}
     best_h = _greedy(names, table, budget, size, base, 0, choice)
@@ -402,7 +421,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         Faulty images simulated for the prediction.
     sample_bits : int
         Bits upset one at a time per array for the ranking (every bit of a
-        smaller array).
+        smaller array, an exact figure on ``X``; a sampled array's figure is
+        the Jeffreys posterior mean ``(K + 1/2) / (N + 1)`` of K labels
+        changed in N = sample_bits x points trials, never 0).
     ranking : dict, optional
         ``report["ranking"]`` of an earlier call on the same image and points:
         reuses its per-array single-upset and erasure figures (the sampled
@@ -453,12 +474,14 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     base = container.nbytes
     if ranking is None:
         sens = _sensitivity(container, frames, clean, int(sample_bits), rng)
-        erase = _erasure_damage(container, frames, clean, rng)
+        erase, per_element = _erasure_damage(container, frames, clean, rng)
     else:
         sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])
+        per_element = list(ranking.get("erasure_per_element", ()))
     spans = {}
     if scheme == "auto":
-        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase)
+        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase,
+                            per_element)
     else:
         plan = _uniform(container, "secded" if scheme == "uniform" else scheme, eps)
     raw = protect_container(container, {n: v for n, v in plan.items() if n not in spans
@@ -475,7 +498,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
             check = _cost(s, wb[:2], nbytes) - 12 if first == name else 0
         else:
             s, wb = plan[name]
-            h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+            h = _hazard(s, wb, a.nbytes, eps, sens[name],
+                        _word_erasure(erase.get(name), name in per_element, (s, wb),
+                                      a.dtype.itemsize))
             check = max(0, _cost(s, wb, a.nbytes) - 12)
         total_h += h
         alloc.append({"array": name, "scheme": s, "word_bytes": None if s in ("none", "tmr",
@@ -489,7 +514,8 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
               "base_bytes": int(base), "protected_bytes": int(prot.nbytes),
               "overhead": (prot.nbytes - base) / base,
               "first_order_label_change": 1.0 - math.exp(-total_h),
-              "ranking": {"single_upset": sens, "erasure": erase}}
+              "ranking": {"single_upset": sens, "erasure": erase,
+                          "erasure_per_element": list(per_element)}}
     if eps == 0.0:
         report.update(predicted_label_change=0.0, predicted_interval=[0.0, 0.0],
                       refused_rate=0.0, method="exact: no upset at eps = 0")

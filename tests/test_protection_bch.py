@@ -491,7 +491,8 @@ def test_sampled_single_upset_figures_against_a_slow_recount(devices, glass):
     each bit by hand in the array's bytes, writing, loading (refused = every
     label; the frames are the clean device's: an upset image does not change
     what the host sends): the exact mean where every bit is tried, the Jeffreys posterior
-    mean (K + 1/2) / (N + 1) of a sample, with the planner's draw of bits."""
+    mean (K + 1/2) / (N + 1) of a sample, with the planner's draw of bits; the
+    same for the erasure of single elements (a forest's leaves)."""
     from export.protect_image import protect_image
     dev = devices["forest"]
     X, y = glass
@@ -519,6 +520,24 @@ def test_sampled_single_upset_figures_against_a_slow_recount(devices, glass):
         N = len(bits) * len(X)
         want = changed / N if n <= sample else (changed + 0.5) / (N + 1)
         assert rep["ranking"]["single_upset"][name] == pytest.approx(want, rel=1e-9, abs=1e-15), name
+    # erasures per element (a forest's leaves read 0), drawn after the upsets
+    owners = type(dev).erasure_owners(c)
+    per_element = [n for n, own in owners.items() if np.all(np.asarray(own) < 0)]
+    assert rep["ranking"]["erasure_per_element"] == per_element == ["leaf_value"]
+    for name, own in owners.items():
+        own = np.asarray(own).reshape(-1)
+        if name not in per_element:
+            continue
+        els = np.arange(own.size) if own.size <= 32 else rng.choice(own.size, 32, replace=False)
+        changed = 0.0
+        for e in els.tolist():
+            arrays = {k: np.array(v) for k, v in c.arrays.items()}
+            arrays[name].reshape(-1)[e] = 0
+            d = load(write_container(None, c.kind, arrays, c.meta or None))
+            changed += float(np.sum(np.asarray(d.labels(frames)) != clean))
+        N = len(els) * len(X)
+        want = changed / N if own.size <= 32 else (changed + 0.5) / (N + 1)
+        assert rep["ranking"]["erasure"][name] == pytest.approx(want, rel=1e-9), name
 
 
 def test_a_span_plan_takes_the_largest_t_that_fits(devices, glass):
@@ -549,3 +568,26 @@ def test_a_span_plan_takes_the_largest_t_that_fits(devices, glass):
         return len(raw) - len(c.tobytes()) <= budget
     assert fits(t) and len(prot.tobytes()) - len(c.tobytes()) <= budget
     assert all(not fits(tt) for tt in range(t + 1, T_MAX + 1))
+
+
+def test_a_detected_word_of_a_per_element_fallback_counts_its_elements():
+    """Parity on 8-byte words of uint8 leaves: a detected word zeroes 8 leaves,
+    so the first-order hazard is words x (P(odd upsets) x min(1, 8 e) + P(even
+    >= 2) x min(1, 2 c)), with the word's probabilities summed from the exact
+    binomial pmf; a per-unit fallback (a tree) keeps e per word."""
+    from scipy.stats import binom
+
+    from export.protect_image import _hazard, _word_erasure
+    eps, nbytes, c, e = 1e-3, 2652, 5e-6, 3e-5
+    n = 65
+    k = np.arange(n + 1)
+    pmf = binom.pmf(k, n, eps)
+    p_odd, p_even = pmf[k % 2 == 1].sum(), pmf[(k % 2 == 0) & (k >= 2)].sum()
+    words = -(-nbytes // 8)
+    for per_element, det in ((True, min(1.0, 8 * e)), (False, e)):
+        got = _hazard("parity", 8, nbytes, eps, c,
+                      _word_erasure(e, per_element, ("parity", 8), 1))
+        assert got == pytest.approx(words * (p_odd * det + p_even * min(1.0, 2 * c)), rel=1e-9)
+    assert _word_erasure(0.4, True, ("secded", 8), 1) == 1.0
+    assert _word_erasure(0.4, True, ("bch", (13, 4)), 1) == 0.4
+    assert _word_erasure(None, True, ("parity", 8), 1) is None
