@@ -101,7 +101,7 @@ def _label_indices(container, y):
     return y.astype(np.int64)
 
 
-def _sensitivity(container, frames, clean, sample_bits, rng):
+def _sensitivity(container, frames, clean, sample_bits, rng, progress=None):
     """Per array: mean label change of one upset (refused = 1). Every bit of an
     array of at most ``sample_bits`` bits is upset (the figure is exact on
     these points); of a larger one, a sample of ``sample_bits`` bits, and the
@@ -111,7 +111,9 @@ def _sensitivity(container, frames, clean, sample_bits, rng):
     thresholds), and the planner can still rank it by its size."""
     out = {}
     n_pts = max(1, len(clean))
-    for name, a in container.arrays.items():
+    for i, (name, a) in enumerate(container.arrays.items()):
+        if progress:
+            progress(i, len(container.arrays), f"image ranking: single upsets of {name!r}")
         n = 8 * a.nbytes
         if n == 0:
             out[name] = 0.0
@@ -429,7 +431,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         reuses its per-array single-upset and erasure figures (the sampled
         ranking is the slow part).
     progress : callable, optional
-        Passed to the prediction's campaign.
+        ``progress(done, total, text)``: once per array of the ranking (an
+        exception it raises, ``KeyboardInterrupt`` included, stops the
+        planner there), then passed to the prediction's campaign.
 
     Returns
     -------
@@ -473,7 +477,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     rng = np.random.default_rng(random_state)
     base = container.nbytes
     if ranking is None:
-        sens = _sensitivity(container, frames, clean, int(sample_bits), rng)
+        sens = _sensitivity(container, frames, clean, int(sample_bits), rng, progress)
+        if progress:
+            progress(len(container.arrays), len(container.arrays), "image ranking: erasures")
         erase, per_element = _erasure_damage(container, frames, clean, rng)
     else:
         sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])

@@ -591,3 +591,21 @@ def test_a_detected_word_of_a_per_element_fallback_counts_its_elements():
     assert _word_erasure(0.4, True, ("secded", 8), 1) == 1.0
     assert _word_erasure(0.4, True, ("bch", (13, 4)), 1) == 0.4
     assert _word_erasure(None, True, ("parity", 8), 1) is None
+
+
+def test_the_planner_reports_progress_per_array_and_stops_when_it_raises(devices, glass):
+    from export.protect_image import protect_image
+    dev = devices["forest"]
+    X = glass[0][::8]
+    calls = []
+    protect_image(dev, X, eps=1e-3, n_trials=2, sample_bits=4,
+                  progress=lambda *a: calls.append(a))
+    names = list(dev.container.arrays)
+    ranking = [c for c in calls if "ranking" in str(c[-1])]
+    assert [c[:2] for c in ranking] == [(i, len(names)) for i in range(len(names) + 1)]
+
+    def stop(done, total, text):
+        if done == 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        protect_image(dev, X, eps=1e-3, n_trials=2, sample_bits=4, progress=stop)
