@@ -37,7 +37,7 @@ Sets (``--sets``, default every one whose data is present):
 * ``house_votes`` (protected naive Bayes, 16 binary features, 600 B) and
   ``moviereview`` (protected naive Bayes on the 1,000 binary n-gram
   indicators of ``moviereview_binary.csv.gz``, 6.5 KB; fitted on the train
-  rows, 500 test rows): the kind is two-class with one int32 weight and one
+  rows, all 250 test rows): the kind is two-class with one int32 weight and one
   uint16 repetition count per feature, every feature sent once. Before them,
   the arithmetic of the smallest naive Bayes image whose 4% holds the
   ``__protect__`` entry plus a code that beats SEC-DED.
