@@ -546,7 +546,7 @@ def stored_size(sizes):
     for n in sizes:
         n = int(n)
         if n < 0:
-            raise ValueError(f"sizes must be >= 0 bytes each; got {n}")
+            raise ContainerError(f"sizes must be >= 0 bytes each; got {n}")
         pos = _align(pos) + n
     return pos
 
