@@ -204,7 +204,7 @@ def _protect_image_site(artifact, data, *, fault, eps, max_overhead, scheme, out
     prot, report = protect_image(container, X, None, fault="seu", eps=eps,
                                  max_overhead=0.04 if max_overhead is None else max_overhead,
                                  scheme=scheme, random_state=random_state,
-                                 n_trials=n_trials, **image_options)
+                                 n_trials=n_trials, progress=progress, **image_options)
     raw = prot.tobytes()
     device = firmware_sim.load(raw)
     report = dict(report, site="image", kind=container.kind, data=name,

@@ -34,12 +34,13 @@ from functools import lru_cache
 import numpy as np
 
 from firmware_sim import load
-from firmware_sim.artifact import Container, read_container, write_container
+from firmware_sim.artifact import PROTECT_NAME, Container, entry_layout, read_container, \
+    stored_size, write_container
 from firmware_sim.contract import BaseDevice
 from firmware_sim.engine.campaign import run_campaign
 from firmware_sim.errors import ContainerError, FrameError
 from firmware_sim.faults import ParameterUpset
-from firmware_sim._bch import bch_layout, bch_params_error
+from firmware_sim._bch import T_MAX, bch_layout, bch_params_error
 from firmware_sim.protection import WORD_BYTES, bch_check_bytes, check_bits_per_word, \
     protect_container
 
@@ -52,7 +53,10 @@ __all__ = ["protect_image", "IMAGE_SCHEMES"]
 IMAGE_SCHEMES = ("auto", "uniform", "secded", "parity", "tmr", "bch", "none")
 #: t offered to the planner per array (m: the smallest field whose block holds
 #: the array, at most 13: longer arrays are cut into blocks of 8191 bits).
-BCH_T = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24)
+BCH_T = (1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16, 20, 24, 28, 32)
+#: t tried for a span of arrays under one code (its two largest that fit):
+#: every t, so that the budget is spent to the byte.
+_SPAN_T = tuple(range(1, T_MAX + 1))
 #: Block failure probability the uniform ``bch`` scheme aims at.
 BCH_TARGET = 1e-4
 
@@ -97,26 +101,46 @@ def _label_indices(container, y):
     return y.astype(np.int64)
 
 
-def _sensitivity(container, frames, clean, sample_bits, rng):
-    """Per array: mean label change of one upset (sampled bits, refused = 1)."""
+def _sensitivity(container, frames, clean, sample_bits, rng, progress=None):
+    """Per array: mean label change of one upset (refused = 1). Every bit of an
+    array of at most ``sample_bits`` bits is upset (the figure is exact on
+    these points); of a larger one, a sample of ``sample_bits`` bits, and the
+    figure is the posterior mean under a Jeffreys prior, ``(K + 1/2) / (N +
+    1)`` with K labels changed in N = bits x points trials: a sample in which
+    no upset changed a label is not evidence that none does (a large array of
+    thresholds), and the planner can still rank it by its size."""
     out = {}
-    for name, a in container.arrays.items():
+    n_pts = max(1, len(clean))
+    for i, (name, a) in enumerate(container.arrays.items()):
+        if progress:
+            progress(i, len(container.arrays), f"image ranking: single upsets of {name!r}")
         n = 8 * a.nbytes
         if n == 0:
             out[name] = 0.0
             continue
         fault = ParameterUpset(count=1, arrays=[name])
         bits = np.arange(n) if n <= sample_bits else rng.choice(n, sample_bits, replace=False)
-        out[name] = float(np.mean([_change(fault.apply_positions(container, [int(b)]),
-                                           frames, clean) for b in bits]))
+        ch = [_change(fault.apply_positions(container, [int(b)]), frames, clean)
+              for b in bits]
+        if n <= sample_bits:
+            out[name] = float(np.mean(ch))
+        else:
+            trials = len(ch) * n_pts
+            out[name] = float((np.sum(ch) * n_pts + 0.5) / (trials + 1))
     return out
 
 
 def _erasure_damage(container, frames, clean, rng, sample=32):
-    """Per array with a fallback: mean label change of one detected element."""
+    """Per array with a fallback: mean label change of one erasure, and the
+    names whose fallback is per element (a detected word then zeroes every
+    element it holds) rather than per unit (a learner, a tree). Units are
+    erased one at a time, every one; elements too when there are at most
+    ``sample``, else a sample of them, whose figure is the Jeffreys posterior
+    mean (as for single upsets: never 0 from a sample)."""
     cls = type(load(container))
     owners = cls.erasure_owners(container)
-    out = {}
+    out, per_element = {}, []
+    n_pts = max(1, len(clean))
     for name, own in owners.items():
         own = np.asarray(own).reshape(-1)
         if own.size == 0:
@@ -130,6 +154,7 @@ def _erasure_damage(container, frames, clean, rng, sample=32):
                 ch.append(float(np.mean(_labels_of(dev, frames) != clean)))
             out[name] = float(np.mean(ch))
         else:
+            per_element.append(name)
             els = np.arange(own.size) if own.size <= sample else \
                 rng.choice(own.size, sample, replace=False)
             ch = []
@@ -138,8 +163,18 @@ def _erasure_damage(container, frames, clean, rng, sample=32):
                 arrays[name].reshape(-1)[e] = 0
                 ch.append(_change(write_container(None, container.kind, arrays,
                                                   container.meta or None), frames, clean))
-            out[name] = float(np.mean(ch))
-    return out
+            out[name] = float(np.mean(ch)) if own.size <= sample else \
+                float((np.sum(ch) * n_pts + 0.5) / (len(ch) * n_pts + 1))
+    return out, per_element
+
+
+def _word_erasure(e, per_element, opt, itemsize):
+    """Label change of one detected word of ``opt`` = (scheme, word_bytes): the
+    unit figure ``e``, or for a per-element fallback ``e`` times the elements a
+    word holds (at most 1); None without a fallback."""
+    if e is None or not per_element or opt[0] not in ("parity", "secded"):
+        return e
+    return min(1.0, e * max(1, opt[1] // max(1, itemsize)))
 
 
 def _options(a, itemsize):
@@ -166,9 +201,9 @@ def _bch_m(nbits, t):
     return None if bch_params_error(13, t) else 13
 
 
-def _bch_options(nbytes):
+def _bch_options(nbytes, ts=BCH_T):
     out = []
-    for t in BCH_T:
+    for t in ts:
         m = _bch_m(8 * nbytes, t)
         if m is not None:
             out.append(("bch", (m, t)))
@@ -235,14 +270,21 @@ def _hazard(scheme, wb, nbytes, eps, c, e):
 
 def _sizer(container):
     """Exact size of ``container`` written with a ``"__protect__"`` of L bytes
-    (the entry, the alignment before the arrays after it), cached per L."""
-    cache = {}
+    (the table entry, the alignment before it and before the arrays after it),
+    by arithmetic on the layout (:func:`firmware_sim.artifact.stored_size`)
+    of one write: the planner asks for thousands of L on a large image."""
+    base = len(container.tobytes())
+    raw = write_container(None, container.kind, dict(container.arrays),
+                          container.meta or None, protect=np.zeros(3, np.uint8))
+    sizes = [nb for _, _, nb in entry_layout(raw)]
+    names = [n for n, _, _ in entry_layout(raw)]
+    at = names.index(PROTECT_NAME)
+    cache = {0: base}
 
     def size(L):
         if L not in cache:
-            cache[L] = len(write_container(None, container.kind, dict(container.arrays),
-                                           container.meta or None,
-                                           protect=np.zeros(L, np.uint8) if L else None))
+            sizes[at] = int(L)
+            cache[L] = stored_size(sizes)
         return cache[L]
     return size
 
@@ -279,7 +321,7 @@ def _greedy(names, table, budget, size, base, spent, choice):
     return sum(table[n][cur[n]][2] for n in names)
 
 
-def _plan(container, eps, budget, sens, erase):
+def _plan(container, eps, budget, sens, erase, per_element=()):
     """Per-array greedy, and per span of consecutive arrays under one BCH code
     (the largest t's that fit, the rest greedy): the plan of least first-order
     hazard. Returns ({array: spec}, {array: first array of its span})."""
@@ -294,7 +336,9 @@ def _plan(container, eps, budget, sens, erase):
             if opt[0] == "parity" and name not in erase:
                 continue     # a detection without a fallback only refuses
             rows.append((opt, _cost(*opt, a.nbytes),
-                         _hazard(*opt, a.nbytes, eps, sens[name], erase.get(name))))
+                         _hazard(*opt, a.nbytes, eps, sens[name],
+                                 _word_erasure(erase.get(name), name in per_element, opt,
+                                               a.dtype.itemsize))))
         table[name] = rows
     choice = {}
     best_h = _greedy(names, table, budget, size, base, 0, choice)
@@ -303,7 +347,7 @@ def _plan(container, eps, budget, sens, erase):
         for j in range(i + 1, len(names)):
             cov = names[i:j + 1]
             nbytes = sum(arrays[n].nbytes for n in cov)
-            fits = [o for o in _bch_options(nbytes)
+            fits = [o for o in _bch_options(nbytes, _SPAN_T)
                     if size(3 + _cost(*o, nbytes)) - base <= budget]
             for opt in fits[-2:]:
                 m, t = opt[1]
@@ -379,13 +423,17 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
         Faulty images simulated for the prediction.
     sample_bits : int
         Bits upset one at a time per array for the ranking (every bit of a
-        smaller array).
+        smaller array, an exact figure on ``X``; a sampled array's figure is
+        the Jeffreys posterior mean ``(K + 1/2) / (N + 1)`` of K labels
+        changed in N = sample_bits x points trials, never 0).
     ranking : dict, optional
         ``report["ranking"]`` of an earlier call on the same image and points:
         reuses its per-array single-upset and erasure figures (the sampled
         ranking is the slow part).
     progress : callable, optional
-        Passed to the prediction's campaign.
+        ``progress(done, total, text)``: once per array of the ranking (an
+        exception it raises, ``KeyboardInterrupt`` included, stops the
+        planner there), then passed to the prediction's campaign.
 
     Returns
     -------
@@ -429,13 +477,17 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
     rng = np.random.default_rng(random_state)
     base = container.nbytes
     if ranking is None:
-        sens = _sensitivity(container, frames, clean, int(sample_bits), rng)
-        erase = _erasure_damage(container, frames, clean, rng)
+        sens = _sensitivity(container, frames, clean, int(sample_bits), rng, progress)
+        if progress:
+            progress(len(container.arrays), len(container.arrays), "image ranking: erasures")
+        erase, per_element = _erasure_damage(container, frames, clean, rng)
     else:
         sens, erase = dict(ranking["single_upset"]), dict(ranking["erasure"])
+        per_element = list(ranking.get("erasure_per_element", ()))
     spans = {}
     if scheme == "auto":
-        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase)
+        plan, spans = _plan(container, eps, float(max_overhead) * base, sens, erase,
+                            per_element)
     else:
         plan = _uniform(container, "secded" if scheme == "uniform" else scheme, eps)
     raw = protect_container(container, {n: v for n, v in plan.items() if n not in spans
@@ -452,7 +504,9 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
             check = _cost(s, wb[:2], nbytes) - 12 if first == name else 0
         else:
             s, wb = plan[name]
-            h = _hazard(s, wb, a.nbytes, eps, sens[name], erase.get(name))
+            h = _hazard(s, wb, a.nbytes, eps, sens[name],
+                        _word_erasure(erase.get(name), name in per_element, (s, wb),
+                                      a.dtype.itemsize))
             check = max(0, _cost(s, wb, a.nbytes) - 12)
         total_h += h
         alloc.append({"array": name, "scheme": s, "word_bytes": None if s in ("none", "tmr",
@@ -466,7 +520,8 @@ def protect_image(artifact_or_device, X, y=None, *, fault="seu", eps=1e-3, max_o
               "base_bytes": int(base), "protected_bytes": int(prot.nbytes),
               "overhead": (prot.nbytes - base) / base,
               "first_order_label_change": 1.0 - math.exp(-total_h),
-              "ranking": {"single_upset": sens, "erasure": erase}}
+              "ranking": {"single_upset": sens, "erasure": erase,
+                          "erasure_per_element": list(per_element)}}
     if eps == 0.0:
         report.update(predicted_label_change=0.0, predicted_interval=[0.0, 0.0],
                       refused_rate=0.0, method="exact: no upset at eps = 0")

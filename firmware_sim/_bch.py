@@ -79,6 +79,13 @@ def _field(m):
     return exp, log
 
 
+@lru_cache(maxsize=None)
+def _field_lists(m):
+    """The tables of :func:`_field` as Python lists (fast scalar lookups)."""
+    exp, log = _field(m)
+    return exp.tolist(), log.tolist()
+
+
 def _gf_poly_mul(a, b, m):
     """Product of two polynomials over GF(2^m) (coefficient lists, low first)."""
     exp, log = _field(m)
@@ -158,18 +165,40 @@ def bch_encode_bits(bits, m, t):
     r, k, nb = bch_layout(m, t, bits.size)
     if nb == 0:
         return np.zeros((0, r), np.uint8)
-    d = _blocks(bits, k, nb)
+    return _checks(_blocks(bits, k, nb), m, t)
+
+
+@lru_cache(maxsize=None)
+def _remainders_packed(m, t):
+    """:func:`_remainders` packed: row j is x^(r + j) mod g(x) as uint64 words."""
     R = _remainders(m, t)
-    return ((d.astype(np.int64) @ R.astype(np.int64)) & 1).astype(np.uint8)
+    w = -(-R.shape[1] // 64)
+    pad = np.zeros((R.shape[0], 64 * w), np.uint8)
+    pad[:, :R.shape[1]] = R
+    return np.packbits(pad, axis=1, bitorder="little").view("<u8")
+
+
+def _checks(d, m, t):
+    """Check bits (n_blocks, r) of data blocks ``d`` (n_blocks, k): per block,
+    the XOR of the packed remainders of its set data bits (the code is linear)."""
+    R = _remainders_packed(m, t)
+    r = generator(m, t).size - 1
+    acc = np.zeros((d.shape[0], R.shape[1]), np.uint64)
+    for b in range(d.shape[0]):
+        idx = np.flatnonzero(d[b])
+        if idx.size:
+            acc[b] = np.bitwise_xor.reduce(R[idx], axis=0)
+    bits = np.unpackbits(acc.view(np.uint8), axis=1, bitorder="little")
+    return np.ascontiguousarray(bits[:, :r])
 
 
 def _berlekamp_massey(S, m):
     """Error locator (coefficients, low first) of syndromes ``S`` (S[0] = S_1)."""
-    exp, log = _field(m)
+    exp, log = _field_lists(m)
     n = (1 << m) - 1
 
     def mul(a, b):
-        return 0 if a == 0 or b == 0 else int(exp[(log[a] + log[b]) % n])
+        return 0 if a == 0 or b == 0 else exp[(log[a] + log[b]) % n]
 
     C, B = [1], [1]
     L, shift, b = 0, 1, 1
@@ -181,7 +210,7 @@ def _berlekamp_massey(S, m):
         if d == 0:
             shift += 1
             continue
-        coef = int(exp[(log[d] - log[b]) % n])
+        coef = exp[(log[d] - log[b]) % n]
         T = list(C)
         need = len(B) + shift
         if len(C) < need:
@@ -214,17 +243,18 @@ def bch_decode(bits, checks, m, t):
     d = _blocks(bits, k, nb)
     kb = np.full(nb, k, np.int64)
     kb[-1] = bits.size - (nb - 1) * k
+    # the received word and its remainder mod g(x) have the same syndromes:
+    # the remainder is the stored checks XOR the checks of the received data
+    # (r bits instead of r + k per block; zero for a block without upsets)
+    rem = checks.astype(np.uint8) ^ _checks(d, m, t)
     cw = np.concatenate([checks.astype(np.uint8), d], axis=1)      # (nb, r + k)
     js = np.arange(1, 2 * t + 1, dtype=np.int64)
     out = d.copy()
-    for b in range(nb):
+    for b in np.flatnonzero(rem.any(axis=1)).tolist():
         length = r + int(kb[b])
-        pos = np.flatnonzero(cw[b, :length])
-        if pos.size:
-            S = np.bitwise_xor.reduce(exp[(pos[:, None] * js[None, :]) % n], axis=0)
-        else:
-            S = np.zeros(2 * t, np.int64)
-        if not S.any():
+        pos = np.flatnonzero(rem[b])
+        S = np.bitwise_xor.reduce(exp[(pos[:, None] * js[None, :]) % n], axis=0)
+        if not S.any():                        # pragma: no cover - rem != 0 has a syndrome
             continue
         C, L = _berlekamp_massey([int(s) for s in S], m)
         deg = len(C) - 1

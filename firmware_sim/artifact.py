@@ -28,6 +28,8 @@ __all__ = [
     "Container",
     "write_container",
     "read_container",
+    "entry_layout",
+    "stored_size",
     "KINDS",
     "DTYPES",
     "MAGIC",
@@ -526,6 +528,44 @@ def _parse_meta(arr):
         raise ContainerError(f"array {META_NAME!r} must hold a JSON object; got "
                              f"{type(meta).__name__}")
     return meta
+
+
+def stored_size(sizes):
+    """Bytes of a container whose table entries (in table order, ``"__meta__"``
+    and the other reserved arrays included) hold ``sizes`` bytes each: the
+    header, the table, every entry's data at the next 16-byte boundary, no
+    padding after the last one (what :func:`write_container` writes).
+
+    >>> import numpy as np
+    >>> raw = write_container(None, "ecoc", {"a": np.arange(3, dtype=np.int32),
+    ...                                      "b": np.zeros(5, np.uint8)})
+    >>> stored_size([12, 5]) == len(raw)
+    True
+    """
+    pos = HEADER_SIZE + ENTRY_SIZE * len(sizes)
+    for n in sizes:
+        n = int(n)
+        if n < 0:
+            raise ContainerError(f"sizes must be >= 0 bytes each; got {n}")
+        pos = _align(pos) + n
+    return pos
+
+
+def entry_layout(source):
+    """``[(name, offset, nbytes), ...]`` of a valid container's table, in table
+    order (reserved arrays included), after :func:`read_container` checked it.
+
+    >>> import numpy as np
+    >>> raw = write_container(None, "ecoc", {"a": np.arange(3, dtype=np.int32)})
+    >>> entry_layout(raw)
+    [('a', 96, 12)]
+    """
+    c = source if isinstance(source, Container) else read_container(source)
+    raw = c.tobytes()
+    n = int(np.frombuffer(raw, _HEADER_DTYPE, count=1)[0]["n_arrays"])
+    table = np.frombuffer(raw, _ENTRY_DTYPE, count=n, offset=HEADER_SIZE)
+    return [(bytes(e["name"]).rstrip(b"\0").decode("ascii"), int(e["offset"]),
+             int(e["nbytes"])) for e in table]
 
 
 def read_container(source):

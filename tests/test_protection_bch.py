@@ -461,3 +461,151 @@ def test_the_firmware_writer_refuses_a_bch_protected_image(tmp_path):
     with pytest.raises(ValueError, match="C runtime does not decode image protection"):
         write_firmware(protect_container(nb.container, {"weights": ("bch", (6, 2))}),
                        tmp_path)
+
+
+def test_the_planner_size_arithmetic_equals_the_written_container(devices):
+    """The planner sizes a protected image by arithmetic on the layout
+    (``stored_size``, ``entry_layout``); every L gives the length that
+    ``write_container`` writes, with and without metadata."""
+    from firmware_sim.artifact import entry_layout, stored_size
+    from export.protect_image import _sizer
+    from firmware_sim import ProtectedNBDevice
+    nb = ProtectedNBDevice.from_arrays([3, -2, 4], 1, [1, 0, 0]).container
+    for c in (devices["ecoc"].container, devices["forest"].container, nb):
+        size = _sizer(c)
+        assert size(0) == len(c.tobytes())
+        for L in list(range(1, 40)) + [97, 1000, 4099]:
+            raw = write_container(None, c.kind, dict(c.arrays), c.meta or None,
+                                  protect=np.zeros(L, np.uint8))
+            assert size(L) == len(raw), (c.kind, L)
+            lay = entry_layout(raw)
+            assert stored_size([nb_ for _, _, nb_ in lay]) == len(raw)
+            assert [n for n, _, _ in lay][:len(c.arrays)] == list(c.arrays)
+            assert all(off % 16 == 0 for _, off, _ in lay)
+    with pytest.raises(ValueError, match="sizes must be >= 0"):
+        stored_size([3, -1])
+
+
+def test_sampled_single_upset_figures_against_a_slow_recount(devices, glass):
+    """The ranking's single-upset figure of each array, recounted by flipping
+    each bit by hand in the array's bytes, writing, loading (refused = every
+    label; the frames are the clean device's: an upset image does not change
+    what the host sends): the exact mean where every bit is tried, the Jeffreys posterior
+    mean (K + 1/2) / (N + 1) of a sample, with the planner's draw of bits; the
+    same for the erasure of single elements (a forest's leaves)."""
+    from export.protect_image import protect_image
+    dev = devices["forest"]
+    X, y = glass
+    X = X[::4]
+    sample = 24
+    _, rep = protect_image(dev, X, eps=1e-3, max_overhead=0.04, n_trials=2,
+                           sample_bits=sample, random_state=3)
+    c = dev.container
+    frames = dev.encode(X)          # the host encodes with its own parameters
+    clean = np.asarray(dev.labels(frames))
+    rng = np.random.default_rng(3)
+    for name, a in c.arrays.items():
+        n = 8 * a.nbytes
+        bits = np.arange(n) if n <= sample else rng.choice(n, sample, replace=False)
+        changed = 0.0
+        for b in bits.tolist():
+            arrays = {k: np.array(v) for k, v in c.arrays.items()}
+            raw = arrays[name].view(np.uint8).reshape(-1)
+            raw[b // 8] ^= np.uint8(1 << (b % 8))
+            try:
+                d = load(write_container(None, c.kind, arrays, c.meta or None))
+                changed += float(np.sum(np.asarray(d.labels(frames)) != clean))
+            except ContainerError:
+                changed += len(X)
+        N = len(bits) * len(X)
+        want = changed / N if n <= sample else (changed + 0.5) / (N + 1)
+        assert rep["ranking"]["single_upset"][name] == pytest.approx(want, rel=1e-9, abs=1e-15), name
+    # erasures per element (a forest's leaves read 0), drawn after the upsets
+    owners = type(dev).erasure_owners(c)
+    per_element = [n for n, own in owners.items() if np.all(np.asarray(own) < 0)]
+    assert rep["ranking"]["erasure_per_element"] == per_element == ["leaf_value"]
+    for name, own in owners.items():
+        own = np.asarray(own).reshape(-1)
+        if name not in per_element:
+            continue
+        els = np.arange(own.size) if own.size <= 32 else rng.choice(own.size, 32, replace=False)
+        changed = 0.0
+        for e in els.tolist():
+            arrays = {k: np.array(v) for k, v in c.arrays.items()}
+            arrays[name].reshape(-1)[e] = 0
+            d = load(write_container(None, c.kind, arrays, c.meta or None))
+            changed += float(np.sum(np.asarray(d.labels(frames)) != clean))
+        N = len(els) * len(X)
+        want = changed / N if own.size <= 32 else (changed + 0.5) / (N + 1)
+        assert rep["ranking"]["erasure"][name] == pytest.approx(want, rel=1e-9), name
+
+
+def test_a_span_plan_takes_the_largest_t_that_fits(devices, glass):
+    """Brute force over t for the planner's span: its t is the largest whose
+    protected image (written by ``protect_container``, exact bytes) keeps the
+    budget; one more correctable error would not fit."""
+    from export.protect_image import _bch_m, protect_image
+    from firmware_sim._bch import T_MAX
+    dev = devices["forest"]
+    X, y = glass
+    prot, rep = protect_image(dev, X[::3], eps=1e-3, max_overhead=0.04, n_trials=2,
+                              sample_bits=8, random_state=1)
+    c = dev.container
+    first = next(a["array"] for a in rep["allocation"] if a["span_of"] == a["array"])
+    m, t, s = next(a["bch"] for a in rep["allocation"] if a["array"] == first)
+    rest = {a["array"]: (a["scheme"], a["word_bytes"] if a["scheme"] != "bch" else
+                         tuple(a["bch"]))
+            for a in rep["allocation"] if a["span_of"] is None and a["scheme"] != "none"}
+    names = list(c.arrays)
+    nbits = 8 * sum(c.arrays[n].nbytes for n in names[names.index(first):][:s])
+    budget = 0.04 * len(c.tobytes())
+
+    def fits(tt):
+        mm = _bch_m(nbits, tt)
+        if mm is None:
+            return False
+        raw = protect_container(c, dict(rest, **{first: ("bch", (mm, tt, s))}))
+        return len(raw) - len(c.tobytes()) <= budget
+    assert fits(t) and len(prot.tobytes()) - len(c.tobytes()) <= budget
+    assert all(not fits(tt) for tt in range(t + 1, T_MAX + 1))
+
+
+def test_a_detected_word_of_a_per_element_fallback_counts_its_elements():
+    """Parity on 8-byte words of uint8 leaves: a detected word zeroes 8 leaves,
+    so the first-order hazard is words x (P(odd upsets) x min(1, 8 e) + P(even
+    >= 2) x min(1, 2 c)), with the word's probabilities summed from the exact
+    binomial pmf; a per-unit fallback (a tree) keeps e per word."""
+    from scipy.stats import binom
+
+    from export.protect_image import _hazard, _word_erasure
+    eps, nbytes, c, e = 1e-3, 2652, 5e-6, 3e-5
+    n = 65
+    k = np.arange(n + 1)
+    pmf = binom.pmf(k, n, eps)
+    p_odd, p_even = pmf[k % 2 == 1].sum(), pmf[(k % 2 == 0) & (k >= 2)].sum()
+    words = -(-nbytes // 8)
+    for per_element, det in ((True, min(1.0, 8 * e)), (False, e)):
+        got = _hazard("parity", 8, nbytes, eps, c,
+                      _word_erasure(e, per_element, ("parity", 8), 1))
+        assert got == pytest.approx(words * (p_odd * det + p_even * min(1.0, 2 * c)), rel=1e-9)
+    assert _word_erasure(0.4, True, ("secded", 8), 1) == 1.0
+    assert _word_erasure(0.4, True, ("bch", (13, 4)), 1) == 0.4
+    assert _word_erasure(None, True, ("parity", 8), 1) is None
+
+
+def test_the_planner_reports_progress_per_array_and_stops_when_it_raises(devices, glass):
+    from export.protect_image import protect_image
+    dev = devices["forest"]
+    X = glass[0][::8]
+    calls = []
+    protect_image(dev, X, eps=1e-3, n_trials=2, sample_bits=4,
+                  progress=lambda *a: calls.append(a))
+    names = list(dev.container.arrays)
+    ranking = [c for c in calls if "ranking" in str(c[-1])]
+    assert [c[:2] for c in ranking] == [(i, len(names)) for i in range(len(names) + 1)]
+
+    def stop(done, total, text):
+        if done == 2:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        protect_image(dev, X, eps=1e-3, n_trials=2, sample_bits=4, progress=stop)
