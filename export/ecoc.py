@@ -116,8 +116,10 @@ def _check_linear_arrays(la, n_features):
 
 
 #: Accumulator widths of :func:`export_ecoc` (``accumulator``): the bound on
-#: every partial score the quantized weights must respect.
-ACCUMULATORS = ("int64", "int32")
+#: every partial score the quantized weights must respect; ``"auto"`` takes
+#: ``"int32"`` when it changes no learner output on the calibration rows, else
+#: ``"int64"`` (the default).
+ACCUMULATORS = ("auto", "int64", "int32")
 #: |q| of an int16 frame value (-32768 included): the frame range of the bounds.
 _Q_ABS_MAX = 32768
 
@@ -157,8 +159,8 @@ def linear_accumulator(arrays):
 
 def _quantize_linear(la, center, shift, col_n_out, accumulator="int64"):
     _check_linear_arrays(la, center.shape[0])
-    if accumulator not in ACCUMULATORS:
-        raise ValueError(f"accumulator must be one of {ACCUMULATORS}; got {accumulator!r}")
+    if accumulator not in ("int64", "int32"):
+        raise ValueError(f"accumulator must be 'int64' or 'int32'; got {accumulator!r}")
     W, b = la["weights"], la["bias"]
     scale_f = np.exp2(-shift.astype(np.float64))          # x = c + q 2**-e
     Wf = W * scale_f[:, None]
@@ -267,12 +269,16 @@ def quantize_ecoc(model, X_calib, *, accumulator="int64"):
     X_calib : array-like (n, n_features)
         Raw data (what the pipeline receives) whose per-feature range sets the
         input quantizer.
-    accumulator : {"int64", "int32"}
+    accumulator : {"auto", "int64", "int32"}
         Linear learners: ``"int64"`` (default) scales each learner's weights to
-        31 bits (scores summed in 64 bits); ``"int32"`` to the largest scale
-        whose weights fit int16 and whose partial scores stay below 2**31 for
-        every int16 frame, so that the C runtime sums them in 32 bits (about
-        10x fewer cycles on an 8-bit AVR; coarser weights: check the labels).
+        31 bits (scores summed in 64 bits); ``"int32"`` to the largest scale whose
+        weights fit int16 and whose partial scores stay below 2**31 for every
+        int16 frame, so that the C runtime sums them in 32 bits (about 4x
+        fewer cycles on an 8-bit AVR; coarser weights). ``"auto"``: the
+        ``"int32"`` weights when every learner output they give on
+        ``X_calib`` equals the ``"int64"`` weights' (so the same labels on
+        those rows), else the ``"int64"`` ones; ``info["accumulator"]`` says
+        which.
 
     Returns
     -------
@@ -298,11 +304,23 @@ def quantize_ecoc(model, X_calib, *, accumulator="int64"):
     common = dict(code=ecoc.code_, col_classes=la["col_classes"],
                   col_n_classes=la["col_n_classes"], in_center=center, in_shift=shift)
     info = {"learner_kind": la["kind"], "in_center": center, "in_shift": shift, "ecoc": ecoc}
+    if accumulator not in ACCUMULATORS:
+        raise ValueError(f"accumulator must be one of {ACCUMULATORS}; got {accumulator!r}")
     if la["kind"] == "linear":
-        Wq, Bq, shifts = _quantize_linear(la, center, shift, la["n_out"], accumulator)
-        arrays = make_ecoc_arrays(**common, linear={"weights": Wq, "bias": Bq,
-                                                    "n_out": la["n_out"]})
-        info["weight_shifts"] = shifts
+        tries = ("int32", "int64") if accumulator == "auto" else (accumulator,)
+        outputs = {}
+        for acc in tries:
+            Wq, Bq, shifts = _quantize_linear(la, center, shift, la["n_out"], acc)
+            arrays = make_ecoc_arrays(**common, linear={"weights": Wq, "bias": Bq,
+                                                        "n_out": la["n_out"]})
+            outputs[acc] = (arrays, shifts)
+        if accumulator == "auto":
+            q = quantize_inputs(np.asarray(X_calib, dtype=np.float64), center, shift)
+            narrow, wide = (load_ecoc(write_container(None, "ecoc", outputs[a][0]))
+                            .learner_outputs(q) for a in ("int32", "int64"))
+            accumulator = "int32" if np.array_equal(narrow, wide) else "int64"
+        arrays, info["weight_shifts"] = outputs[accumulator]
+        info["accumulator"] = accumulator
     else:
         T = _exact_thresholds(la, _quantize_thresholds(la, center, shift), center, shift)
         tree = {"feature": la["feature"], "threshold": T,
@@ -672,12 +690,13 @@ def export_ecoc(model, X_calib, *, container_path=None, onnx_path=None, X_check=
         :func:`ecoc_to_onnx`.
     onnx_input_dtype : {"float32", "float64"}, default "float32"
         Element type of ``X`` in the features graph.
-    accumulator : {"int64", "int32"}, default "int64"
+    accumulator : {"int64", "auto", "int32"}, default "int64"
         Linear learners: the width the weights are scaled for (see
         :func:`quantize_ecoc`); ``"int32"`` makes the firmware's scores 32-bit
-        sums of 16x16-bit products (``details["accumulator"]`` says what the
+        sums of 16x16-bit products, ``"auto"`` does so when that changes no
+        learner output on ``X_calib`` (``details["accumulator"]`` says what the
         image allows, whichever was asked; ``label_mismatches`` counts what the
-        coarser weights change on ``X_calib``).
+        quantized weights change on ``X_calib``).
 
     Returns
     -------

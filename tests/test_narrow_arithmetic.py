@@ -174,6 +174,51 @@ def test_export_int32_accumulator_keeps_labels_and_bounds(runners, tmp_path):
         export_ecoc(clf, X, accumulator="int16")
 
 
+def test_export_auto_accumulator_takes_int32_only_when_no_learner_output_changes(monkeypatch):
+    """``accumulator="auto"``: the 16-bit weights when every learner
+    output on the calibration rows equals the 31-bit weights' (non-contiguous
+    integer labels here), checked by recomputing the learner outputs of both
+    explicit exports; and the 31-bit weights when the coarse ones change one
+    (forced by zeroing the int32 weights of the first learner)."""
+    from sklearn.datasets import load_wine
+    from sklearn.linear_model import LogisticRegression
+
+    import export.ecoc as ex
+    from edgecode.ecoc.classifier import ECOCClassifier
+
+    X, y = load_wine(return_X_y=True)
+    y = np.array([3, 10, 42])[y]
+    clf = ECOCClassifier(LogisticRegression(max_iter=3000), code="dense_random",
+                         n_columns=3, random_state=0).fit(X, y)
+    auto, narrow, wide = (ex.export_ecoc(clf, X, accumulator=a)
+                          for a in ("auto", "int32", "int64"))
+    q = wide.device.encode(X)
+    same = np.array_equal(narrow.device.learner_outputs(q), wide.device.learner_outputs(q))
+    assert same            # on wine the 16-bit weights change no learner output
+    expect = narrow if same else wide
+    assert auto.container == expect.container
+    assert auto.details["accumulator"] == linear_accumulator(expect.device.container.arrays)
+    assert ex.export_ecoc(clf, X).container == wide.container      # the default: 31 bits
+
+    real = ex._quantize_linear
+
+    def coarse(la, center, shift, col_n_out, accumulator="int64"):
+        Wq, Bq, shifts = real(la, center, shift, col_n_out, accumulator)
+        if accumulator == "int32":
+            Wq = Wq.copy()
+            Wq[:, 0] = 0
+            Bq = Bq.copy()
+            Bq[0] = 1
+        return Wq, Bq, shifts
+
+    monkeypatch.setattr(ex, "_quantize_linear", coarse)
+    arrays, info = ex.quantize_ecoc(clf, X, accumulator="auto")
+    assert info["accumulator"] == "int64"
+    assert np.array_equal(arrays["lin_weights"], wide.device.container.arrays["lin_weights"])
+    with pytest.raises(ValueError, match="accumulator"):
+        ex.quantize_ecoc(clf, X, accumulator="int8")
+
+
 # ---------------------------------------------------------------------- SSBC
 @pytest.mark.parametrize("sigma_scale", [1e-7, 1.0, 1e3])
 def test_ssbc_affinities_narrow_equal_wide(sigma_scale, runners, tmp_path):

@@ -192,12 +192,14 @@ def register(sub):
                    "learners")
     p.add_argument("--out", help="write the device container here (.edgc)")
     p.add_argument("--onnx", help="write the ONNX graph here (.onnx)")
-    p.add_argument("--accumulator", default="int64", choices=["int64", "int32"],
-                   help="linear learners: scale the weights for 64-bit score sums (default: "
-                        "31-bit weights) or for 32-bit ones, 16-bit weights (the firmware's "
-                        "narrow arithmetic: about 4x fewer cycles on AVR; coarser weights, "
-                        "so the labels may differ); the firmware compiles in only the "
-                        "arithmetic the image needs")
+    p.add_argument("--accumulator", default="int64", choices=["int64", "auto", "int32"],
+                   help="linear learners: scale the weights for 64-bit score sums (31-bit "
+                        "weights) or for 32-bit ones (16-bit weights: the firmware's narrow "
+                        "arithmetic, about 4x fewer cycles on AVR; coarser weights, so the "
+                        "labels may differ; default int64, the float model's outputs); auto: "
+                        "int32 when it changes no learner output on the training rows, else "
+                        "int64. The firmware "
+                        "compiles in only the arithmetic the image needs")
     p.set_defaults(func=_cmd_ecoc)
 
 
