@@ -155,6 +155,9 @@ static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 static const EC_ROM char ec_meta_name[] = "__meta__";
 static const EC_ROM char ec_classes_name[] = "__classes__";
 static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c checks it */
+#if EC_WITH_PROTECT
+static const EC_ROM char ec_protect_name[] = "__protect__";     /* ec_protect.c checks it */
+#endif
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
@@ -343,6 +346,12 @@ ec_status ec_image_open(const EC_ROM uint8_t *buf, uint32_t size, ec_image *img)
                 if (e[32] != EC_U8 || e[33] != 2u) return EC_ERR_TABLE;
                 continue;
             }
+#if EC_WITH_PROTECT
+            if (ec_name_is(e, ec_protect_name)) {  /* image protection: 1-d uint8 */
+                if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
+                continue;
+            }
+#endif
             if (!classes && !ec_name_is(e, ec_meta_name)) return EC_ERR_TABLE;
             if (e[32] != EC_U8 || e[33] != 1u) return EC_ERR_TABLE;
             if (classes) {
@@ -414,6 +423,11 @@ const char *ec_status_name(ec_status s)
     case EC_ERR_FRAME: return "frame";
     case EC_ERR_WORKSPACE: return "workspace";
     case EC_ERR_INPUT: return "input";
+#if EC_WITH_PROTECT
+    case EC_ERR_PROTECT: return "protect";
+    case EC_ERR_UPSET: return "upset";
+    case EC_ERR_READONLY: return "readonly";
+#endif
     default: return "unknown";
     }
 }
