@@ -397,7 +397,7 @@ def test_firmware_of_a_protected_image_sets_the_switch(models, tmp_path):
         write_firmware(raw, tmp_path / "inline", "host", trees="inline")
 
 
-def _target_parity(models, tmp_path, target, kind, plan):
+def _target_parity(models, tmp_path, target, kind, plan, detect=True):
     dev, X = models[kind]
     raw = protect_container(dev.container, plan)
     spans = _spans(raw)
@@ -407,7 +407,8 @@ def _target_parity(models, tmp_path, target, kind, plan):
     bits = [(name, 1), (name, 5), (name, nbits - 2)]
     faulty = _flip(raw, bits)
     ref = firmware_sim.load(faulty)
-    assert ref.protection["corrected_words"] >= 1 and ref.protection["detected_words"] >= 1
+    assert ref.protection["corrected_words"] >= 1
+    assert ref.protection["detected_words"] >= 1 or not detect
     frames = _frames(dev, X, np.random.default_rng(1))[:30]
     write_firmware(faulty, tmp_path, target)
     build_firmware(tmp_path, target, probe=False)
@@ -432,3 +433,10 @@ def test_rv32_decodes_a_faulty_protected_ecoc(models, tmp_path):
     _need("rv32imac", run=True)
     _target_parity(models, tmp_path, "rv32imac", "ecoc_linear",
                    {"lin_weights": ("secded", 4), "lin_bias": ("parity", 8)})
+
+
+def test_avr_decodes_a_faulty_bch_protected_nb(models, tmp_path):
+    """BCH on an 8-bit core (16-bit int: every shift of the 32-bit LFSR words)."""
+    _need("atmega328p", run=True)
+    _target_parity(models, tmp_path, "atmega328p", "nb",
+                   {"weights": ("bch", (6, 1)), "bias": ("secded", 4)}, detect=False)

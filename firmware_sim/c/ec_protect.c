@@ -262,7 +262,7 @@ static void pr_win_init(pr_window *w)
 static void pr_win_put(pr_window *w, int v)   /* the flag of unit w->next */
 {
     uint32_t j = w->next++ - w->base;
-    if (v) w->bits[j >> 5] |= 1u << (j & 31u);
+    if (v) w->bits[j >> 5] |= (uint32_t)1 << (j & 31u);
 }
 
 static int pr_win_take(pr_window *w)          /* the flag of unit w->base, then advance */
@@ -425,7 +425,7 @@ static void pr_bch_init(pr_bch *q, unsigned m, unsigned t)
     for (i = 1; i <= 2u * t; i++) {
         uint16_t mp[PR_MMAX + 1u];            /* GF(2^m) coefficients, low first */
         unsigned len = 1u, l, dm;
-        if (seen[i >> 5] & (1u << (i & 31u))) continue;
+        if (seen[i >> 5] & ((uint32_t)1 << (i & 31u))) continue;
         mp[0] = 1u;
         j = i;
         do {                                  /* mp *= (x + alpha^j) */
@@ -434,7 +434,7 @@ static void pr_bch_init(pr_bch *q, unsigned m, unsigned t)
             for (l = len; l > 0u; l--) mp[l] = (uint16_t)(mp[l - 1u] ^ pr_gf_mul(mp[l], root, q));
             mp[0] = pr_gf_mul(mp[0], root, q);
             len++;
-            if (j <= 2u * t) seen[j >> 5] |= 1u << (j & 31u);
+            if (j <= 2u * t) seen[j >> 5] |= (uint32_t)1 << (j & 31u);
             j = (2u * j) % q->n;
         } while (j != i);
         dm = len - 1u;                        /* g *= mp (binary coefficients) */
@@ -444,8 +444,8 @@ static void pr_bch_init(pr_bch *q, unsigned m, unsigned t)
             for (l = 0; l <= dm; l++) {
                 if (!(mp[l] & 1u)) continue;
                 for (w = 0; w <= deg; w++)    /* prod ^= g << l */
-                    if (q->g[w >> 5] & (1u << (w & 31u)))
-                        prod[(w + l) >> 5] ^= 1u << ((w + l) & 31u);
+                    if (q->g[w >> 5] & ((uint32_t)1 << (w & 31u)))
+                        prod[(w + l) >> 5] ^= (uint32_t)1 << ((w + l) & 31u);
             }
             for (w = 0; w < PR_GW; w++) q->g[w] = prod[w];
         }
@@ -493,13 +493,13 @@ static void pr_bch_encode(const pr_bch *q, pr_stream *s, uint32_t b0, uint32_t k
                           uint32_t *rem)
 {
     uint32_t cur[PR_GW], j, w, nw = (q->r + 31u) / 32u;
-    uint32_t topw = (q->r - 1u) >> 5, topb = 1u << ((q->r - 1u) & 31u);
+    uint32_t topw = (q->r - 1u) >> 5, topb = (uint32_t)1 << ((q->r - 1u) & 31u);
     uint8_t byte = 0u;
     for (w = 0; w < PR_GW; w++) {
         rem[w] = 0u;
         cur[w] = q->g[w];                 /* x^r mod g = g - x^r: its low r bits */
     }
-    if (q->r & 31u) cur[nw - 1u] &= (1u << (q->r & 31u)) - 1u;
+    if (q->r & 31u) cur[nw - 1u] &= ((uint32_t)1 << (q->r & 31u)) - 1u;
     for (j = 0; j < kb; j++) {
         uint32_t bit = b0 + j, top;
         if (j == 0u || (bit & 7u) == 0u) byte = pr_stream_byte(s, bit >> 3);
@@ -508,10 +508,10 @@ static void pr_bch_encode(const pr_bch *q, pr_stream *s, uint32_t b0, uint32_t k
         top = cur[topw] & topb;                    /* cur *= x mod g */
         for (w = nw; w-- > 1u;) cur[w] = (cur[w] << 1) | (cur[w - 1u] >> 31);
         cur[0] <<= 1;
-        if (q->r & 31u) cur[nw - 1u] &= (1u << (q->r & 31u)) - 1u;
+        if (q->r & 31u) cur[nw - 1u] &= ((uint32_t)1 << (q->r & 31u)) - 1u;
         if (top) {                                 /* + (g - x^r): its low r bits */
             for (w = 0; w < nw; w++) cur[w] ^= q->g[w];
-            if (q->r & 31u) cur[nw - 1u] &= (1u << (q->r & 31u)) - 1u;
+            if (q->r & 31u) cur[nw - 1u] &= ((uint32_t)1 << (q->r & 31u)) - 1u;
         }
     }
 }
@@ -609,7 +609,7 @@ static int pr_bch_rem(const pr_bch *q, pr_stream *s, const EC_ROM uint8_t *cb, u
     pr_bch_encode(q, s, b0, kb, rem);
     for (i = 0; i < q->r; i++) {
         uint32_t at = b * q->r + i;
-        if ((cb[at >> 3] >> (at & 7u)) & 1u) rem[i >> 5] ^= 1u << (i & 31u);
+        if ((cb[at >> 3] >> (at & 7u)) & 1u) rem[i >> 5] ^= (uint32_t)1 << (i & 31u);
     }
     for (i = 0; i < (q->r + 31u) / 32u; i++) any |= rem[i];
     return any != 0u;
