@@ -55,10 +55,11 @@ def glass():
 @pytest.fixture(scope="module")
 def models(glass):
     from sklearn.ensemble import RandomForestClassifier
-    from sklearn.linear_model import RidgeClassifier
+    from sklearn.linear_model import LogisticRegression, RidgeClassifier
     from sklearn.tree import DecisionTreeClassifier
 
     from edgecode.datasets import load_house_votes
+    from edgecode.ecoc import make_code
     from edgecode.ecoc.classifier import ECOCClassifier
     from edgecode.naive_bayes import BinaryNaiveBayes
     from export.ecoc import export_ecoc
@@ -71,18 +72,25 @@ def models(glass):
     tree = ECOCClassifier(DecisionTreeClassifier(max_depth=3, random_state=0),
                           code="dense_random", n_columns=9, random_state=0).fit(X, y)
     forest = RandomForestClassifier(6, max_depth=4, random_state=0).fit(X, y)
+    nary = ECOCClassifier(LogisticRegression(max_iter=2000), code=np.random.default_rng(0)
+                          .integers(0, 3, (6, 7))).fit(X, y)           # N = 3: argmax learners
+    ternary = ECOCClassifier(DecisionTreeClassifier(max_depth=3, random_state=0),
+                             code=make_code("one_vs_one", 6)).fit(X, names)   # unused entries
     hv = load_house_votes()
     nb = BinaryNaiveBayes().fit(hv.X, hv.y)
     return {
         "ecoc_linear": (export_ecoc(lin, X).device, X),
         "ecoc_tree": (export_ecoc(tree, X).device, X),
         "forest": (export_forest(forest, X).device, X),
+        "ecoc_nary": (export_ecoc(nary, X).device, X),
+        "ecoc_ternary_tree": (export_ecoc(ternary, X).device, X),
         "nb": (export_protected_nb(nb, np.array([1, 0, 2, 0] * 4)).device, hv.X),
     }
 
 
 #: Per kind, the arrays whose detected words have a fallback (erased units or 0).
 FALLBACK = {"ecoc_linear": ["lin_weights", "lin_bias"], "ecoc_tree": ["node_threshold"],
+            "ecoc_nary": ["lin_weights", "lin_bias"], "ecoc_ternary_tree": ["node_threshold"],
             "forest": ["node_threshold", "leaf_value"], "nb": ["weights", "bias"]}
 SCHEMES = {"parity": ("parity", 2), "secded": ("secded", 4), "tmr": ("tmr", 1),
            "bch": ("bch", (8, 3))}
@@ -266,6 +274,22 @@ def test_c_runtime_decodes_faulty_protected_images_as_firmware_sim(models, host_
     # miscorrected; an unprotected count under parity) a kind's rule on what was read
     assert set(verdicts) <= {"ok", "error -16 upset", "error -11 rule", "error -10 schema"}, \
         sorted(set(verdicts))
+
+
+@pytest.mark.parametrize("scheme", ["parity", "secded"])
+@pytest.mark.parametrize("kind", ["ecoc_nary", "ecoc_ternary_tree"])
+def test_erasures_of_nary_and_ternary_codes_in_c(models, host_runner, kind, scheme, tmp_path):
+    """Erased learners of a 3-ary code (symbols compared, not packed) and of a
+    ternary one-vs-one code (unused entries stay unused) give firmware_sim's
+    distances in C."""
+    dev, X = models[kind]
+    raw = protect_container(dev.container, _plan(dev.container, kind, scheme))
+    rng = np.random.default_rng(zlib.crc32(f"{kind} {scheme}".encode()))
+    frames = _frames(dev, X, rng)
+    stats = dict(refused=0, corrected=0, erased=0, voted=0)
+    for f in _faulty_images(raw, kind, scheme, rng, n=16):
+        _compare(host_runner, f, frames, tmp_path, stats, X)
+    assert stats["erased"] > 0
 
 
 def test_bch_t_upsets_are_corrected_and_t_plus_1_detected_in_c(models, host_runner, tmp_path):
