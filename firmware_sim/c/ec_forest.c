@@ -277,7 +277,7 @@ static ec_status forest_erasure_owner(const ec_image *img, const EC_ROM uint8_t 
     else if (ec_image_find(img, EC_STR("n_classes"), &a) == EC_OK && a.nbytes != 0u)
         n_leaves = ec_array_int(&a, 0u);
     {
-        uint32_t n = thr.nbytes / 2u, nr = ec_array_count(&roots);
+        uint32_t n = ec_array_count(&thr), nr = ec_array_count(&roots);
         for (k = 0u; k < nr; k++) {
             int64_t st = ec_array_int(&roots, k) - n_leaves;
             if (ec_array_int(&roots, k) < n_leaves || st >= (int64_t)n) continue;
