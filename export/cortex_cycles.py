@@ -134,7 +134,11 @@ int main(void)
     int32_t label;
     ec_status s;
     ec_trace_mark(1);
+#ifdef EC_MODEL_IMAGE_RW
+    s = ec_model_open_rw(ec_model_image, ec_model_image_size, &model);  /* protected: scrubbed */
+#else
     s = ec_model_open(ec_model_image, ec_model_image_size, &model);
+#endif
     ec_trace_mark(2);
     if (s != EC_OK) return 4;
     for (i = 0; i < {n}; i++) {{

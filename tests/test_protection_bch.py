@@ -454,15 +454,6 @@ def test_planner_spans_one_code_over_the_forest_at_4_percent(devices, glass):
     assert lo - 1 / 80 <= rep["predicted_label_change"] <= hi
 
 
-def test_the_firmware_writer_refuses_a_bch_protected_image(tmp_path):
-    import firmware_sim
-    from export.firmware import write_firmware
-    nb = firmware_sim.ProtectedNBDevice.from_arrays([3, -2], 1, [1, 0])
-    with pytest.raises(ValueError, match="C runtime does not decode image protection"):
-        write_firmware(protect_container(nb.container, {"weights": ("bch", (6, 2))}),
-                       tmp_path)
-
-
 def test_the_planner_size_arithmetic_equals_the_written_container(devices):
     """The planner sizes a protected image by arithmetic on the layout
     (``stored_size``, ``entry_layout``); every L gives the length that

@@ -366,10 +366,3 @@ def test_planner_refuses_bad_arguments(ecoc_linear, glass):
     assert 0.12 < rep["overhead"] < 0.3
     with pytest.raises(ValueError, match="already protected"):
         protect_image(prot, X[:5], eps=0.0)
-
-
-def test_the_firmware_writer_refuses_a_protected_image(tmp_path):
-    from export.firmware import write_firmware
-    nb = firmware_sim.ProtectedNBDevice.from_arrays([3, -2], 1, [1, 0])
-    with pytest.raises(ValueError, match="C runtime does not decode image protection"):
-        write_firmware(protect_container(nb.container, {"weights": ("tmr", 4)}), tmp_path)

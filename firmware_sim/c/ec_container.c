@@ -160,6 +160,9 @@ static int ec_name_is(const EC_ROM uint8_t *field, const EC_ROM char *name)
 static const EC_ROM char ec_meta_name[] = "__meta__";
 static const EC_ROM char ec_classes_name[] = "__classes__";
 static const EC_ROM char ec_wire_name[] = "__wire_copies__";   /* ec_wire.c checks it */
+#if EC_WITH_PROTECT
+static const EC_ROM char ec_protect_name[] = "__protect__";     /* ec_protect.c checks it */
+#endif
 
 /* 1 if p[0..n) is well-formed UTF-8 (what Python's strict decoder accepts: no
    overlong forms, no surrogates, nothing above U+10FFFF), else 0 */
@@ -286,6 +289,9 @@ static int ec_reserved_ok(const EC_ROM uint8_t *buf, ec_count n, ec_image *img)
         uint8_t ndim = 1u;
         if (e[0] != '_' || e[1] != '_') continue;
         if (ec_name_is(e, ec_wire_name)) ndim = 2u;
+#if EC_WITH_PROTECT
+        else if (ec_name_is(e, ec_protect_name)) { /* image protection: ec_protect.c */ }
+#endif
         else if (!ec_name_is(e, ec_classes_name) && !ec_name_is(e, ec_meta_name)) return 0;
         if (e[32] != EC_U8 || e[33] != ndim) return 0;
         if (e[2] == 'c') {                             /* __classes__ */
@@ -420,6 +426,11 @@ const char *ec_status_name(ec_status s)
     case EC_ERR_FRAME: return "frame";
     case EC_ERR_WORKSPACE: return "workspace";
     case EC_ERR_INPUT: return "input";
+#if EC_WITH_PROTECT
+    case EC_ERR_PROTECT: return "protect";
+    case EC_ERR_UPSET: return "upset";
+    case EC_ERR_READONLY: return "readonly";
+#endif
     default: return "unknown";
     }
 }

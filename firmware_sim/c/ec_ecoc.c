@@ -704,6 +704,103 @@ static ec_status tree_symbols(const ec_ecoc_state *m, const int16_t *q, int64_t 
 }
 #endif
 
+#if EC_WITH_PROTECT
+/* Image protection (issue 27): learners erased by a detected upset are left
+ * out of the Hamming distance, as ECOCDevice.erase does (their code entries
+ * become unused: each counts 1 instead of 0 or 2). The distances in
+ * decision[n ..] are adjusted; returns the first class with the smallest. */
+static int32_t ecoc_erased(const ec_model *model, const ec_ecoc_state *m, int64_t *decision)
+{
+    uint32_t c = m->n_classes, n = m->n_columns, r, j;
+    int64_t *dist = decision + n, best = 0;
+    int32_t arg = 0;
+    for (r = 0; r < c; r++) {
+        for (j = 0; j < n; j++) {
+            int16_t v;
+            if (!EC_ERASED(model, j))
+                continue;
+            v = m->code[r * n + j];
+            if (v >= 0)
+                dist[r] += v != (int16_t)decision[j] ? -1 : 1;
+        }
+        if (r == 0u || dist[r] < best) {
+            best = dist[r];
+            arg = (int32_t)r;
+        }
+    }
+    return arg;
+}
+
+/* Image protection's fallback (ECOCDevice.erasure_owners): a detected element
+ * of lin_weights / lin_bias erases the learner owning its score, one of a
+ * tree's node_threshold the learner owning the tree (trees in preorder, the
+ * first at node 0); anything else has no fallback. */
+static ec_status ecoc_erasure_owner(const ec_image *img, const EC_ROM uint8_t *entry,
+                                    uint32_t element, int32_t *unit)
+{
+    ec_array a, b;
+    uint32_t j, m;
+    int64_t k = 0, o, sum = 0, pos;
+    *unit = -1;
+    if (ec_entry_is(entry, "lin_weights") || ec_entry_is(entry, "lin_bias")) {
+        if (ec_image_find(img, EC_STR("lin_weights"), &a) != EC_OK ||
+            ec_image_find(img, EC_STR("col_n_out"), &b) != EC_OK)
+            return EC_ERR_UPSET;
+        m = ec_array_count(&b);
+        for (j = 0; j < m; j++) {
+            if (ec_array_int(&b, j) < 0) return EC_ERR_UPSET;
+            sum += ec_array_int(&b, j);
+        }
+        k = ec_image_find(img, EC_STR("lin_bias"), &a) == EC_OK ? (int64_t)ec_array_count(&a)
+                                                              : sum;
+        if (sum != k || k == 0) return EC_ERR_UPSET;
+        o = ec_entry_is(entry, "lin_bias") ? (int64_t)element : (int64_t)element % k;
+        if (!ec_entry_is(entry, "lin_bias")) {
+            (void)ec_image_find(img, EC_STR("lin_weights"), &a);
+            if ((int64_t)element >= (int64_t)ec_array_count(&a) / k * k) return EC_ERR_UPSET;
+        }
+        for (j = 0, pos = 0; j < m; j++) {
+            pos += ec_array_int(&b, j);
+            if (o < pos) {
+                *unit = (int32_t)j;
+                return EC_OK;
+            }
+        }
+        return EC_ERR_UPSET;
+    }
+    if (ec_entry_is(entry, "node_threshold")) {
+        int64_t prev = -1, n_sym, best = -1;
+        uint32_t n, cnt = 0u;
+        if (ec_image_find(img, EC_STR("tree_root"), &a) != EC_OK ||
+            ec_image_find(img, EC_STR("n_symbols"), &b) != EC_OK || b.nbytes == 0u)
+            return EC_ERR_UPSET;
+        n_sym = ec_array_int(&b, 0u);
+        (void)ec_image_find(img, EC_STR("node_threshold"), &b);
+        n = ec_array_count(&b);
+        m = ec_array_count(&a);
+        /* the starts (roots beyond the symbols) in increasing column order must
+           be 0, then strictly increasing, all below n (_tree_owners) once
+           sorted: checked as a set (first 0, distinct, < n) */
+        for (j = 0; j < m; j++) {
+            int64_t st = ec_array_int(&a, j) - n_sym, j2;
+            if (st < 0) continue;
+            if (st >= (int64_t)n) return EC_ERR_UPSET;
+            for (j2 = 0; j2 < (int64_t)j; j2++)
+                if (ec_array_int(&a, (uint32_t)j2) - n_sym == st) return EC_ERR_UPSET;
+            if (st == 0) prev = 0;
+            cnt++;
+            if (st <= (int64_t)element && st > best) {
+                best = st;
+                *unit = (int32_t)j;
+            }
+        }
+        if (n == 0u || cnt == 0u || prev != 0) return EC_ERR_UPSET;
+        return EC_OK;
+    }
+    return EC_ERR_UPSET;
+}
+#endif
+
 static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t *label,
                            int64_t *decision, void *workspace, uint32_t workspace_bytes)
 {
@@ -752,6 +849,10 @@ static ec_status ecoc_infer(const ec_model *model, const int16_t *frame, int32_t
             }
         }
     }
+#if EC_WITH_PROTECT
+    if (model->n_erased != 0u)
+        arg = ecoc_erased(model, m, decision);
+#endif
     *label = arg;
     return EC_OK;
 }
@@ -794,4 +895,7 @@ static uint32_t ecoc_decision_len(const ec_model *model)
 const EC_ROM ec_kind_ops ec_ecoc_ops = {
     EC_KIND_ECOC, ecoc_open, ecoc_features, ecoc_features, ecoc_decision_len,
     ecoc_workspace_bytes, ecoc_infer
+#if EC_WITH_PROTECT
+    , ecoc_erasure_owner
+#endif
 };

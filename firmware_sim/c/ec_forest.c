@@ -226,6 +226,10 @@ static EC_AVR_WORKAROUND ec_status forest_infer(const ec_model *model, const int
                 return s;
         }
         decision[k] = (int64_t)leaf;
+#if EC_WITH_PROTECT
+        if (EC_ERASED(model, k))
+            continue; /* erased by a detected upset: out of the vote */
+#endif
         if (m->leaf_value == NULL) {
             votes[leaf] += 1;
         } else {
@@ -249,6 +253,43 @@ static EC_AVR_WORKAROUND ec_status forest_infer(const ec_model *model, const int
     *label = arg;
     return EC_OK;
 }
+
+#if EC_WITH_PROTECT
+/* image protection's fallback (ForestDevice.erasure_owners): a detected
+   leaf_value element reads 0; a detected node_threshold erases the tree
+   holding the node (trees in preorder: tree k owns the nodes from its first
+   node to the next tree's; the largest start <= the node wins, a later tree
+   on a tie; a node before every start has no tree) */
+static ec_status forest_erasure_owner(const ec_image *img, const EC_ROM uint8_t *entry,
+                                      uint32_t element, int32_t *unit)
+{
+    ec_array thr, roots, a;
+    int64_t n_leaves = 0, best = -1;
+    uint32_t k;
+    *unit = -1;
+    if (ec_entry_is(entry, "leaf_value")) return EC_OK;
+    if (!ec_entry_is(entry, "node_threshold") ||
+        ec_image_find(img, EC_STR("tree_root"), &roots) != EC_OK)
+        return EC_ERR_UPSET;
+    (void)ec_image_find(img, EC_STR("node_threshold"), &thr);
+    if (ec_image_find(img, EC_STR("leaf_value"), &a) == EC_OK && a.ndim == 2u)
+        n_leaves = a.shape[0];
+    else if (ec_image_find(img, EC_STR("n_classes"), &a) == EC_OK && a.nbytes != 0u)
+        n_leaves = ec_array_int(&a, 0u);
+    {
+        uint32_t n = ec_array_count(&thr), nr = ec_array_count(&roots);
+        for (k = 0u; k < nr; k++) {
+            int64_t st = ec_array_int(&roots, k) - n_leaves;
+            if (ec_array_int(&roots, k) < n_leaves || st >= (int64_t)n) continue;
+            if (st <= (int64_t)element && st >= best) {
+                best = st;
+                *unit = (int32_t)k;
+            }
+        }
+    }
+    return EC_OK;
+}
+#endif
 
 ec_quantize_fn ec_forest_quantize;
 
@@ -288,4 +329,7 @@ static uint32_t forest_decision_len(const ec_model *model)
 const EC_ROM ec_kind_ops ec_forest_ops = {
     EC_KIND_FOREST, forest_open, forest_features, forest_features, forest_decision_len,
     forest_workspace_bytes, forest_infer
+#if EC_WITH_PROTECT
+    , forest_erasure_owner
+#endif
 };

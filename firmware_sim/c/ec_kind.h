@@ -36,6 +36,16 @@ struct ec_kind_ops {
      * device.infer (arguments checked non-NULL by ec_infer). */
     ec_status (*infer)(const ec_model *model, const int16_t *frame, int32_t *label,
                        int64_t *decision, void *workspace, uint32_t workspace_bytes);
+#if EC_WITH_PROTECT
+    /* Image protection's fallback (firmware_sim's erasure_owners): element
+     * `element` of the array whose table entry is `entry` was detected bad
+     * and is about to read 0; *unit receives the unit that inference then
+     * leaves out (an ECOC learner, a forest tree), or -1 when reading 0 is
+     * the whole fallback. EC_ERR_UPSET: the array has no fallback. Called
+     * before the kind's opener (on the corrected arrays). NULL: no fallback. */
+    ec_status (*erasure_owner)(const ec_image *img, const EC_ROM uint8_t *entry,
+                               uint32_t element, int32_t *unit);
+#endif
 };
 
 /* The kind's quantizer, ec_<kind>_quantize (its second name in the kind
@@ -107,6 +117,22 @@ ec_status ec_wire_open(ec_model *model, uint32_t n_features);
 ec_status ec_wire_decode(const ec_model *model, uint32_t n_features, const int16_t *bits,
                          int16_t *frame);
 void ec_wire_repeat(const ec_model *model, uint32_t n_features, int16_t *frame);
+#endif
+
+#if EC_WITH_PROTECT
+/* ec_protect.c: check __protect__ and decode it (rw: the image's bytes,
+   writable, or NULL for a read-only image); EC_OK when there is none */
+ec_status ec_protect_open(ec_model *model, uint8_t *rw);
+/* unit u (an ECOC learner, a forest tree) was erased at open */
+#define EC_ERASED(model, u) \
+    ((model)->n_erased != 0u && (u) < (uint32_t)EC_PROTECT_UNITS && \
+     ((model)->erased[(u) >> 3] >> ((u) & 7u)) & 1u)
+/* the name of a table entry is `s` (for the kinds' erasure_owner) */
+int ec_entry_is(const EC_ROM uint8_t *entry, const char *s);
+/* element i of a 1-d integer array of any integer dtype, as int64 */
+int64_t ec_array_int(const ec_array *a, uint32_t i);
+/* its number of elements */
+uint32_t ec_array_count(const ec_array *a);
 #endif
 
 /* The kind table (ec_model.c): the operations of a compiled-in kind, NULL

@@ -37,7 +37,12 @@ static uint32_t ec_count_names(const ec_image *img)
     return n;
 }
 
+#if EC_WITH_PROTECT
+static ec_status ec_model_open_any(const EC_ROM uint8_t *buf, uint32_t size, ec_model *model,
+                                   uint8_t *rw)
+#else
 ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *model)
+#endif
 {
     ec_status s;
     const EC_ROM ec_kind_ops *ops;
@@ -52,6 +57,12 @@ ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *mode
     if (s != EC_OK) return s;
     ops = ec_kind_find(model->image.kind);
     if (ops == NULL) return EC_ERR_KIND;    /* (ec_image_open refused it already) */
+#if EC_WITH_PROTECT
+    /* image protection: decoded before the kind's rules (they run on the
+       corrected arrays, as in firmware_sim.load) */
+    s = ec_protect_open(model, rw);
+    if (s != EC_OK) return s;
+#endif
     s = ops->open(&model->image, model, &classes);
     if (s != EC_OK) return s;
     if (ec_image_has(&model->image, EC_STR("__wire_copies__"))) {
@@ -73,6 +84,20 @@ ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *mode
     model->kind = model->image.kind;
     return EC_OK;
 }
+
+#if EC_WITH_PROTECT
+ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *model)
+{
+    return ec_model_open_any(buf, size, model, NULL);
+}
+
+#if !defined(EC_ROM_IS_FLASH)
+ec_status ec_model_open_rw(uint8_t *buf, uint32_t size, ec_model *model)
+{
+    return ec_model_open_any(buf, size, model, buf);
+}
+#endif
+#endif
 
 /* the operations of an opened model, else NULL */
 static const EC_ROM ec_kind_ops *ec_ops(const ec_model *model)

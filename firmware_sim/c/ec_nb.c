@@ -152,7 +152,23 @@ static uint32_t nb_workspace_bytes(const ec_model *model)
     return 0u;
 }
 
+#if EC_WITH_PROTECT
+/* image protection's fallback (ProtectedNBDevice.erasure_owners): a detected
+   weight or bias reads 0; nothing else has one */
+static ec_status nb_erasure_owner(const ec_image *img, const EC_ROM uint8_t *entry,
+                                  uint32_t element, int32_t *unit)
+{
+    (void)img;
+    (void)element;
+    *unit = -1;
+    return ec_entry_is(entry, "weights") || ec_entry_is(entry, "bias") ? EC_OK : EC_ERR_UPSET;
+}
+#endif
+
 const EC_ROM ec_kind_ops ec_nb_ops = {
     EC_KIND_PROTECTED_NB, nb_open, nb_input_width, nb_frame_width, nb_decision_len,
     nb_workspace_bytes, nb_infer
+#if EC_WITH_PROTECT
+    , nb_erasure_owner
+#endif
 };

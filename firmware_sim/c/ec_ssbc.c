@@ -559,4 +559,7 @@ static uint32_t ssbc_decision_len(const ec_model *model)
 const EC_ROM ec_kind_ops ec_ssbc_ops = {
     EC_KIND_SSBC, ssbc_open, ssbc_features, ssbc_features, ssbc_decision_len,
     ssbc_workspace_bytes, ssbc_infer
+#if EC_WITH_PROTECT
+    , NULL   /* no erasure fallback: a detected upset refuses the image */
+#endif
 };

@@ -42,8 +42,16 @@ typedef enum {
     EC_ERR_RULE = -11,      /* a consistency rule of the kind is broken      */
     EC_ERR_FRAME = -12,     /* frame value the device cannot read (NB: not 0/1) */
     EC_ERR_WORKSPACE = -13, /* workspace too small                            */
-    EC_ERR_INPUT = -14      /* raw feature ec_quantize cannot encode (NaN or
+    EC_ERR_INPUT = -14,     /* raw feature ec_quantize cannot encode (NaN or
                                infinity; SSBC: beyond float32; NB: not 0/1) */
+    EC_ERR_PROTECT = -15,   /* __protect__ malformed (its table, a BCH span,
+                               its length), or more erased units than
+                               EC_PROTECT_UNITS (image protection, issue 27) */
+    EC_ERR_UPSET = -16,     /* an upset detected and not corrected in an
+                               array the kind has no fallback for          */
+    EC_ERR_READONLY = -17   /* a protected image opened read-only (in flash)
+                               needs a correction or an erasure: open a RAM
+                               copy with ec_model_open_rw                   */
 } ec_status;
 
 /* kind codes of the container header */
@@ -67,6 +75,32 @@ typedef enum {
  * floating-point type appears anywhere in the runtime. */
 #ifndef EC_WITH_FLOAT
 #define EC_WITH_FLOAT 0
+#endif
+
+/* EC_WITH_PROTECT 1 compiles in image protection (ec_protect.c, issue 27):
+ * images carrying __protect__ are decoded at open (ec_model_open_rw corrects
+ * a RAM image in place). Default: with every kind (EC_ALL_KINDS); `edgecode
+ * firmware` sets it for a protected image only. Without it a protected image
+ * is refused (EC_ERR_TABLE: an unknown reserved array). EC_PROTECT_UNITS:
+ * the units (ECOC learners, forest trees) a detected upset may erase; the
+ * model keeps one bit per unit. */
+#ifndef EC_WITH_PROTECT
+#define EC_WITH_PROTECT EC_ALL_KINDS
+#endif
+#if EC_WITH_PROTECT && !defined(EC_PROTECT_UNITS)
+#define EC_PROTECT_UNITS 4096
+#endif
+/* The largest BCH code (m, t) the decoder takes (the format's: 13, 32); they
+ * size its stack. `edgecode firmware` sets the image's; an image with a
+ * larger code is refused with EC_ERR_PROTECT. */
+#ifndef EC_PROTECT_BCH
+#define EC_PROTECT_BCH 1     /* 0: no BCH decoder (an image without BCH entries) */
+#endif
+#ifndef EC_PROTECT_M_MAX
+#define EC_PROTECT_M_MAX 13
+#endif
+#ifndef EC_PROTECT_T_MAX
+#define EC_PROTECT_T_MAX 32
 #endif
 
 /* EC_ROM: the address space of the image and of the runtime's constant
@@ -158,11 +192,28 @@ typedef struct {
     const EC_ROM uint8_t *wire_copies; /* __wire_copies__ (ec_wire.c), or NULL */
     uint32_t wire_bits;            /* wire bits per frame (0: no wire layer)   */
     ec_kind_state state;           /* the kind's fields (read in place)        */
+#if EC_WITH_PROTECT
+    uint32_t n_erased;             /* units erased by detected upsets (issue 27) */
+    uint8_t erased[(EC_PROTECT_UNITS + 7) / 8];  /* bit u: unit u is erased     */
+#endif
 } ec_model;
 
 /* Open and validate an image of any kind compiled in: buf[0 .. size) holds
  * it (size >= its total_size; a larger flash region is fine). */
 ec_status ec_model_open(const EC_ROM uint8_t *buf, uint32_t size, ec_model *model);
+
+#if EC_WITH_PROTECT && !defined(EC_ROM_IS_FLASH)
+/* Open an image held in writable memory. A protected image (__protect__) is
+ * scrubbed in place first, as firmware_sim.load decodes it: correctable
+ * upsets corrected (data and check bits), TMR copies voted, the elements of
+ * a word or block detected and not corrected set to 0 and their units erased
+ * (the kind's fallback at inference). ec_model_open on a protected image
+ * checks it without writing and refuses one that needs a correction or an
+ * erasure (EC_ERR_READONLY). Not on AVR with the image in flash (__flash):
+ * there define EC_ROM empty and keep the image in RAM. On a refusal the
+ * buffer may have been partly corrected. */
+ec_status ec_model_open_rw(uint8_t *buf, uint32_t size, ec_model *model);
+#endif
 
 /* Entries per frame: NB total_bits (0/1 values), ECOC/SSBC n_features
  * (int16 values). Frames are passed as int16_t for every kind. */

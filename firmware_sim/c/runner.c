@@ -191,7 +191,7 @@ static int read_line(FILE *in, uint32_t width, uint32_t *count, ec_status *statu
 
 #ifndef EC_NO_FILE_IO
 /* read FILE into the aligned static buffer; returns the aligned pointer or NULL */
-static const uint8_t *load_file(const char *path, size_t *size)
+static uint8_t *load_file(const char *path, size_t *size)
 {
     uint8_t *buf = image_raw + ((16u - (unsigned)((uintptr_t)image_raw % 16u)) % 16u);
     size_t got;
@@ -213,7 +213,21 @@ static const uint8_t *load_file(const char *path, size_t *size)
 }
 #endif
 
-static int run(const uint8_t *image, size_t size, int check_only)
+/* image protection (issue 27): an image in writable memory (a file read
+   into RAM, or a protected image compiled in as a writable array) is opened
+   with ec_model_open_rw, which corrects it in place */
+#if EC_WITH_PROTECT && !defined(EC_ROM_IS_FLASH)
+#define EC_RUN_RW 1
+#else
+#define EC_RUN_RW 0
+#endif
+#if EC_RUN_RW && defined(EC_MODEL_IMAGE_RW)
+#define EC_BUILTIN_RW ec_model_image
+#else
+#define EC_BUILTIN_RW NULL
+#endif
+
+static int run(const uint8_t *image, uint8_t *rw, size_t size, int check_only)
 {
     ec_status s;
     uint32_t width, dlen, ws, count, i, c0 = 0u, c1 = 0u;
@@ -224,8 +238,14 @@ static int run(const uint8_t *image, size_t size, int check_only)
 #endif
 
     EC_COUNT_NOW(c0);
-    s = ec_model_open(image, (uint32_t)size, &model);
+#if EC_RUN_RW
+    if (rw != NULL)
+        s = ec_model_open_rw(rw, (uint32_t)size, &model);
+    else
+#endif
+        s = ec_model_open(image, (uint32_t)size, &model);
     EC_COUNT_NOW(c1);
+    (void)rw;
     /* a file must end at total_size (read_container refuses trailing bytes);
        ec_image_open itself accepts a larger buffer (an image in a flash region) */
     if (s == EC_OK && (size_t)model.image.size != size) s = EC_ERR_HEADER;
@@ -322,7 +342,7 @@ static int check_list(const char *list)
     }
     while (fgets(line, (int)sizeof line, f) != NULL) {
         size_t n = strlen(line), size = 0;
-        const uint8_t *image;
+        uint8_t *image;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
         image = load_file(line, &size);
@@ -330,7 +350,7 @@ static int check_list(const char *list)
             put_error(EC_ERR_ARG);
             continue;
         }
-        (void)run(image, size, 1);
+        (void)run(image, EC_RUN_RW ? image : NULL, size, 1);
     }
     fclose(f);
     fflush(stdout);
@@ -345,7 +365,7 @@ int main(void)
     put_error(EC_ERR_ARG);
     return 2;
 #else
-    return run(ec_model_image, ec_model_image_size, 0);
+    return run(ec_model_image, EC_BUILTIN_RW, ec_model_image_size, 0);
 #endif
 }
 #else
@@ -375,19 +395,19 @@ int main(int argc, char **argv)
 #ifndef EC_NO_FILE_IO
     if (path != NULL) {
         size_t size = 0;
-        const uint8_t *image = load_file(path, &size);
+        uint8_t *image = load_file(path, &size);
         if (image == NULL) {
             put_error(EC_ERR_ARG);
             return 2;
         }
-        return run(image, size, check_only);
+        return run(image, EC_RUN_RW ? image : NULL, size, check_only);
     }
 #endif
     (void)path;
 #ifdef EC_NO_BUILTIN_IMAGE
     return usage();
 #else
-    return run(ec_model_image, ec_model_image_size, check_only);
+    return run(ec_model_image, EC_BUILTIN_RW, ec_model_image_size, check_only);
 #endif
 }
 #endif

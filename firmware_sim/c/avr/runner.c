@@ -21,7 +21,8 @@
  *
  * The frame, decision and workspace buffers have the sizes model_config.h
  * gives for the compiled-in model (`edgecode firmware` passes it with
- * -include); the image is model_image.S's, read in place from flash.
+ * -include); the image is model_image.S's, read in place from flash (a
+ * protected image: in RAM, EC_MODEL_IMAGE_RW, opened by ec_model_open_rw).
  */
 #include <avr/interrupt.h>
 #include <avr/io.h>
@@ -59,7 +60,12 @@ int main(void)
     int8_t code;
 
     EC_MARK(EC_SIM_OPEN);
+#ifdef EC_MODEL_IMAGE_RW
+    /* a protected image (issue 27): in RAM, corrected in place by the open */
+    s = ec_model_open_rw(ec_model_image, ec_model_image_size, &model);
+#else
     s = ec_model_open(ec_model_image, ec_model_image_size, &model);
+#endif
     EC_MARK(EC_SIM_OPENED);
     if (s == EC_OK) {
         width = ec_frame_width(&model);
