@@ -1,10 +1,10 @@
 """Protection as part of a budget configuration (issue 27 item 3, issue 28 item 1).
 
-At the wire and image sites each proposed configuration of a kind that takes
-protection there (:attr:`export.registry.KindSpec.protection_sites`) comes
-in variants (:meth:`~export.registry.KindSpec.protected_variants`): the model
-itself and one per protection level, ``{"layer", "level"}`` under the
-configuration's ``"protection"`` key:
+At the wire and image sites a configuration of a kind that takes protection
+there (:attr:`export.registry.KindSpec.protection_sites`) has variants
+(:meth:`~export.registry.KindSpec.protected_variants`): the model itself and
+one per protection level, ``{"layer", "level"}`` under the configuration's
+``"protection"`` key:
 
 * ``"wire"``: ``level`` extra copies per frame bit on average, planned per
   (feature, bit) by :func:`export.protect.protect` (site ``"wire"``, scheme
@@ -12,7 +12,11 @@ configuration's ``"protection"`` key:
 * ``"image"``: a planned image protection of at most ``level`` flash
   overhead (:func:`export.protect_image.protect_image`, scheme ``"auto"``).
 
-The model is fitted once; each protection is planned on the fitted device
+The growing search takes the next level as a growth step of a point it grows
+(:func:`export.budget.search`); the grid tries every level. The model is
+fitted once (a step of more protection gets the fitted model of its entry;
+a model proposed with its variants is one work item); each protection is
+planned on the fitted device
 (:func:`protect_fitted`) on at most :data:`PLAN_ROWS` training rows (the
 test rows stay for the measurement), for the search's per-bit rate. The
 protected device is then measured like any configuration: its container's

@@ -55,9 +55,16 @@ round is cut by successive halving on a subsample of the training rows.
 ``"grid"`` tries every configuration of the space. Then the **baselines**
 (:meth:`~export.registry.KindSpec.baselines`: one-vs-all, scikit-learn's
 random code, a plain forest) are climbed up to the recommendation's flash
-and reported at no more flash than it. Each proposed configuration passes
-:meth:`~export.registry.KindSpec.protected_variants` first, the hook where
-protection (issue 27) joins a configuration.
+and reported at no more flash than it.
+
+**Protection** (issue 27; ``protection``, :mod:`export._budget_protect`): at
+the wire and image sites a configuration may carry a planned protection
+(:meth:`~export.registry.KindSpec.protected_variants`: repetition of the
+int16 features' bits at the wire, check bits of the stored arrays at the
+image). The growing search takes one more protection level as a growth step
+of every point it grows (the fitted model reused, not fitted again), the
+grid tries every level; the protected device is measured by a campaign at
+the search's fault.
 
 **Where** (``jobs``, ``scheduler``): configurations run in this process, on
 worker processes or on a Dask cluster (:mod:`export._budget_parallel`), each
@@ -1058,6 +1065,15 @@ def _variants(run, cfg):
                                         levels=run.opts.protection))
 
 
+def _more_protection(run, cfg):
+    """The growth step of more protection: ``cfg`` at the next level of its kind's
+    protected variants (none past the last, or where the kind has none)."""
+    ladder = _variants(run, cfg)
+    keys = [_key(v) for v in ladder]
+    k = keys.index(_key(cfg)) if _key(cfg) in keys else len(keys)
+    return ladder[k + 1:k + 2]
+
+
 def _groups(keep):
     """``(position, cfg, lb)`` of ``(cfg, lb)`` pairs grouped by the model they
     protect (one fit per group), groups in order of first appearance."""
@@ -1185,16 +1201,19 @@ def _oversize(ctx, fitted, flash, ram, source):
     return over, wide
 
 
-def _evaluate(cfgs, task, lbs, ctx):
+def _evaluate(cfgs, task, lbs, ctx, prefitted=None):
     """Train, export and measure one model and its protected variants (``cfgs``:
     configurations of one model, ``lbs`` their screening results; the model is
     fitted once, each protection planned on it): ``{"outcomes": [...],
     "seconds"}``, an outcome per configuration (``{"status": "entry" | "pruned"
     | "skipped", ...}``; an entry carries its :class:`Fitted`). Linear algebra
-    runs on one thread, so that the figures do not depend on where the item runs."""
+    runs on one thread, so that the figures do not depend on where the item runs.
+    ``prefitted``: the model already fitted by an earlier item (its entry's
+    :class:`Fitted`, or packed by :func:`_pack_fitted`), so that a step of more
+    protection does not fit it again (a fit is seeded: the same model)."""
     t0 = time.perf_counter()
     with _one_blas_thread():
-        outs = _evaluate_group(cfgs, task, lbs, ctx)
+        outs = _evaluate_group(cfgs, task, lbs, ctx, prefitted)
     return {"outcomes": outs, "seconds": time.perf_counter() - t0}
 
 
@@ -1209,13 +1228,16 @@ def _one_blas_thread():
         return contextlib.nullcontext()
 
 
-def _evaluate_group(cfgs, task, lbs, ctx):
+def _evaluate_group(cfgs, task, lbs, ctx, prefitted=None):
     from ._budget_protect import plan_rows, protect_fitted
 
     base = base_config(cfgs[0])
     try:
-        fitted = fit_config(base, task, plan_eps=ctx.plan_eps, random_state=ctx.random_state,
-                            screened=lbs[0])
+        if prefitted is not None:
+            fitted = _unpack_fitted(prefitted) if isinstance(prefitted, dict) else prefitted
+        else:
+            fitted = fit_config(base, task, plan_eps=ctx.plan_eps,
+                                random_state=ctx.random_state, screened=lbs[0])
     except (ValueError, TypeError) as exc:
         why = " ".join(str(exc).split())
         return [{"status": "skipped", "record": {"config": c, "label": config_label(c),
@@ -1293,44 +1315,49 @@ def _measure(cfg, fitted, ctx, protection=None):
     return {"status": "entry", "entry": entry, "fitted": fitted, "n_simulated": n_sim}
 
 
-def _evaluate_packed(cfgs, task, lbs, ctx):
-    """:func:`_evaluate` for another process: each fitted model as bytes (its
-    container and ONNX model), rebuilt here by :func:`_unpack`."""
-    out = _evaluate(cfgs, task, lbs, ctx)
+def _pack_fitted(f):
+    """A :class:`Fitted` as plain data for another process (its container and ONNX
+    model as bytes); :func:`_unpack_fitted` rebuilds it."""
+    ex = f.export
+    onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
+    return {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
+            "resources": _jsonable(dict(ex.resources)), "checked_inputs": ex.checked_inputs,
+            "label_mismatches": ex.label_mismatches,
+            "details": _jsonable(dict(ex.details or {})),
+            "X_device": f.X_device, "y_device": f.y_device,
+            "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+
+
+def _unpack_fitted(p):
+    """The :class:`Fitted` of :func:`_pack_fitted`'s data."""
+    from firmware_sim import load
+
+    from ._budget_space import Fitted
+    from .result import ExportResult
+    onnx_model = None
+    if p["onnx"] is not None:
+        import onnx
+        onnx_model = onnx.load_from_string(p["onnx"])
+    ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
+                      p["resources"], p["checked_inputs"], p["label_mismatches"], p["details"])
+    return Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+
+
+def _evaluate_packed(cfgs, task, lbs, ctx, prefitted=None):
+    """:func:`_evaluate` for another process: each fitted model packed
+    (:func:`_pack_fitted`), rebuilt here by :func:`_unpack`."""
+    out = _evaluate(cfgs, task, lbs, ctx, prefitted)
     for o in out["outcomes"]:
-        f = o.get("fitted")
-        if f is None:
-            continue
-        ex = f.export
-        onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
-        o["fitted"] = {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
-                       "resources": _jsonable(dict(ex.resources)),
-                       "checked_inputs": ex.checked_inputs,
-                       "label_mismatches": ex.label_mismatches,
-                       "details": _jsonable(dict(ex.details or {})),
-                       "X_device": f.X_device, "y_device": f.y_device,
-                       "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+        if o.get("fitted") is not None:
+            o["fitted"] = _pack_fitted(o["fitted"])
     return out
 
 
 def _unpack(out):
     """The outcomes of :func:`_evaluate_packed` with their :class:`Fitted` rebuilt."""
-    from firmware_sim import load
-
-    from ._budget_space import Fitted
-    from .result import ExportResult
     for o in out["outcomes"]:
-        p = o.get("fitted")
-        if not isinstance(p, dict):
-            continue
-        onnx_model = None
-        if p["onnx"] is not None:
-            import onnx
-            onnx_model = onnx.load_from_string(p["onnx"])
-        ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
-                          p["resources"], p["checked_inputs"], p["label_mismatches"],
-                          p["details"])
-        o["fitted"] = Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+        if isinstance(o.get("fitted"), dict):
+            o["fitted"] = _unpack_fitted(o["fitted"])
     return out
 
 
@@ -1419,8 +1446,15 @@ def _run_items(run, keep, total, baseline=None):
             break
         chunk = groups[k:k + step]
         local = getattr(ev, "local", False)
-        results = ev.map(_evaluate if local else _evaluate_packed,
-                         [([c for _, c, _ in g], [lb for _, _, lb in g], ctx) for g in chunk])
+        items = []
+        for g in chunk:
+            # a model already measured (a step of more protection): its fit is reused
+            i = run.keys.get(_key(base_config(g[0][1])))
+            pre = None if i is None else run.fitted.get(i)
+            if pre is not None and not local:
+                pre = _pack_fitted(pre)
+            items.append(([c for _, c, _ in g], [lb for _, _, lb in g], ctx, pre))
+        results = ev.map(_evaluate if local else _evaluate_packed, items)
         for g, res in zip(chunk, results):
             res = res if local else _unpack(res)
             run.work[-1].append(round(float(res.get("seconds", 0.0)), 3))
@@ -1522,15 +1556,8 @@ def _grow(run):
     memory_source = None
     run.evaluator.start(task)
     while pending:
-        variants = []
-        for cfg in pending:              # the hook where protection joins a configuration
-            own = _key(cfg)
-            for v in _variants(run, cfg):
-                k = _key(v)
-                if k == own or k not in seen:
-                    seen.add(k)
-                    variants.append(v)
-        keep = _screen_all(run, variants, refuse_empty=not run.rounds)
+        seen.update(_key(c) for c in pending)
+        keep = _screen_all(run, pending, refuse_empty=not run.rounds)
         if memory_source is None:
             # "auto": real builds only for a grid of few configurations (a growing
             # search does not know how many it will train)
@@ -1576,8 +1603,12 @@ def _grow(run):
             for i in grow:
                 expanded.add(i)
                 cfg = run.entries[i]["config"]
-                for child in specs[cfg["kind"]].grow(base_config(cfg), o.space, **shape):
-                    child = base_config(child)     # its protections come with it again
+                prot = cfg.get("protection")
+                # the model's steps keep its protection; one step of more protection
+                # (the kind's protected_variants, the next level) reuses its fit
+                steps = [{**base_config(c), **({"protection": prot} if prot else {})}
+                         for c in specs[cfg["kind"]].grow(base_config(cfg), o.space, **shape)]
+                for child in steps + _more_protection(run, cfg):
                     k = _key(child)
                     if k not in seen and child not in children:
                         children.append(child)

@@ -83,9 +83,35 @@ def test_wire_variants_carry_their_protection(wire):
             "accuracy_under_noise"] - 0.02
 
 
-def test_wire_jobs_give_the_same_result(wire):
-    res = search(GLASS, "cortex-m4", 0.01, site="wire", space=SPACE, jobs=2, **FAST)
-    assert _figures(res) == _figures(wire)
+GROW = {"baselines": False, "sim_samples": 2000, "patience": 1, "grow_width": 2}
+SMALL = SearchSpace(kinds=("forest",), forest_trees=(2,), forest_depths=(2,),
+                    forest_leaves=("class",))
+
+
+@pytest.fixture(scope="module")
+def grown_wire():
+    return search(GLASS, "cortex-m4", 0.01, site="wire", space=SMALL, **GROW)
+
+
+def test_growth_steps_to_more_protection(grown_wire):
+    entries = grown_wire.entries
+    assert all(e["protection"] is None for e in entries if e["round"] == 0)  # the models
+    when = {json.dumps(e["config"], sort_keys=True): e["round"] for e in entries}
+    two = [e for e in entries if (e["protection"] or {}).get("level") == 2]
+    assert two, [e["label"] for e in entries]
+    for e in two:      # one step of more protection from the same model at level 1
+        one = {**e["config"], "protection": {"layer": "wire", "level": 1}}
+        assert when[json.dumps(one, sort_keys=True)] < e["round"]
+        model = {k: v for k, v in e["config"].items() if k != "protection"}
+        base = next(b for b in entries if b["config"] == model)
+        assert e["clean_accuracy"] == base["clean_accuracy"]
+
+
+def test_wire_jobs_give_the_same_result(grown_wire):
+    # the growing search: steps of more protection reuse the fitted model, packed
+    # for the worker processes
+    res = search(GLASS, "cortex-m4", 0.01, site="wire", space=SMALL, jobs=2, **GROW)
+    assert _figures(res) == _figures(grown_wire)
 
 
 def test_wire_export_writes_the_protected_container(wire, tmp_path):
@@ -166,3 +192,13 @@ def test_no_protection_at_the_compute_site_or_when_off():
     off = search(GLASS, "cortex-m4", 0.01, site="wire", space=SPACE, protection="none", **FAST)
     assert all(e["protection"] is None for e in off.entries)
     assert off.settings["protection"]["levels"] == []
+
+
+def test_wire_dask_local_cluster_gives_the_same_result(grown_wire):
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        res = search(GLASS, "cortex-m4", 0.01, site="wire", space=SMALL, scheduler=client,
+                     **GROW)
+    assert _figures(res) == _figures(grown_wire)
