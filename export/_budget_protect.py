@@ -97,17 +97,23 @@ def _summary_wire(copies):
 
 
 def _summary_image(alloc):
+    """Per protected array its scheme (a BCH span: on its first array, with the
+    number of arrays it covers)."""
     out = {}
+    span = {}
     for a in alloc:
-        if a["scheme"] == "none":
+        if a.get("span_of"):
+            span[a["span_of"]] = span.get(a["span_of"], 0) + 1
+    for a in alloc:
+        if a["scheme"] == "none" or (a.get("span_of") and a["span_of"] != a["array"]):
             continue
         s = a["scheme"]
         if a.get("bch"):
             s += "(m={}, t={})".format(*a["bch"][:2])
         elif a.get("word_bytes"):
             s += f"/{a['word_bytes']} B"
-        if a.get("span_of") and a["span_of"] != a["array"]:
-            s = f"in the span of {a['span_of']}"
+        if span.get(a["array"], 0) > 1:
+            s += f" over {span[a['array']]} arrays from here"
         out[a["array"]] = s
     return out
 

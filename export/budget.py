@@ -352,7 +352,8 @@ class BudgetResult:
         lines = [f"Pareto front on {s['data']} ({s['n_train']} train / {s['n_test']} test rows),"
                  f" profile {s['profile']}, {s['fault_label']} at {s['site_label']}; "
                  f"{_costs_text(s)}"]
-        head = (f"  {'configuration':<34} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
+        w = max([34] + [len(e["label"]) for e in self.pareto])
+        head = (f"  {'configuration':<{w}} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
                 f"{'nJ':>8} {'costs from':<16} {'clean':>6} {'predicted':>9} "
                 f"{'simulated [99% CI]':>24}")
         lines.append(head)
@@ -364,7 +365,7 @@ class BudgetResult:
             else:
                 lo, hi = e["simulated_ci"]
                 sim = f"{e['simulated_accuracy']:.4f} [{lo:.4f}, {hi:.4f}]"
-            lines.append(f"{mark} {e['label']:<34} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
+            lines.append(f"{mark} {e['label']:<{w}} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
                          f"{e['cycles']:>8.0f} {e['energy_nj']:>8.1f} {_sources(e):<16} "
                          f"{e['clean_accuracy']:>6.4f} {pred:>9} {sim:>24}")
         r = self.recommended
@@ -1568,7 +1569,12 @@ def _grow(run):
               f"{len(task.X_test)} test rows)")
         if run.work[-1]:
             run.work.append([])
+        n_skipped = len(run.skipped)
         new = [i for i in _run_items(run, keep, run.done + len(keep)) if i is not None]
+        # a level that holds no protection (a small image at 4%) passes its step on to
+        # the next level of the same model
+        passed = [c for rec in run.skipped[n_skipped:] if rec.get("stage") == "protection"
+                  for c in _more_protection(run, rec["config"]) if _key(c) not in seen]
         fr = _current_front(run)
         top = max((run.entries[i]["accuracy_under_noise"] for i in fr), default=None)
         run.rounds.append({"round": len(run.rounds) + 1, "proposed": len(pending),
@@ -1617,6 +1623,10 @@ def _grow(run):
                              else "no growth step left that was not tried")
             pending += children
             run.configs += children
+        for c in passed:
+            if c not in pending:
+                pending.append(c)
+                run.configs.append(c)
     for kind in dict.fromkeys(specs[e["kind"]].family(e["config"]) for e in run.entries):
         why.setdefault(kind, f"time limit budget_s={o.budget_s} s" if run.stopped
                        else "its next steps no longer fit the part")

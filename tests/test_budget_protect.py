@@ -202,3 +202,17 @@ def test_wire_dask_local_cluster_gives_the_same_result(grown_wire):
         res = search(GLASS, "cortex-m4", 0.01, site="wire", space=SMALL, scheduler=client,
                      **GROW)
     assert _figures(res) == _figures(grown_wire)
+
+
+def test_growth_passes_a_level_that_holds_nothing_on_to_the_next():
+    # 4% of a small forest's image is less than the protection entry: the step
+    # goes on to 12.5% of the same model in the next round
+    res = search(_glass_strings(), "cortex-m4", 1e-3, site="image", space=SMALL, **GROW)
+    skipped = [s for s in res.skipped if s["stage"] == "protection"]
+    assert skipped and all("+image 4%" in s["label"] for s in skipped)
+    when = {json.dumps(e["config"], sort_keys=True): e["round"] for e in res.entries}
+    for s in skipped:
+        nxt = {**s["config"], "protection": {"layer": "image", "level": 0.125}}
+        assert json.dumps(nxt, sort_keys=True) in when, s["label"]
+    assert max(e["accuracy_under_noise"] for e in res.entries if e["protection"]) > \
+        max(e["accuracy_under_noise"] for e in res.entries if not e["protection"])
