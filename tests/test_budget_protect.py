@@ -216,3 +216,22 @@ def test_growth_passes_a_level_that_holds_nothing_on_to_the_next():
         assert json.dumps(nxt, sort_keys=True) in when, s["label"]
     assert max(e["accuracy_under_noise"] for e in res.entries if e["protection"]) > \
         max(e["accuracy_under_noise"] for e in res.entries if not e["protection"])
+
+
+def test_image_protected_front_points_keep_profile_figures_when_not_built():
+    from export.firmware import toolchain_missing
+    if toolchain_missing("cortex-m4"):
+        pytest.skip("no arm-none-eabi toolchain")
+    space = SearchSpace(kinds=("forest",), forest_trees=(3,), forest_depths=(3,),
+                        forest_leaves=("class",))
+    res = search(GLASS, "cortex-m4", 1e-3, site="image", space=space, protection=(0.125,),
+                 build=True, **FAST)
+    fc = res.settings["front_costs"]
+    for e in res.pareto:
+        if (e["protection"] or {}).get("layer") == "image" and \
+                e["memory_source"] == "profile":
+            # the C runtime does not decode __protect__ yet: said, not built
+            assert e["label"] in fc["not_built"] and "not built" in e["cycles_note"]
+            assert "not built" in res.table().splitlines()[0]
+        else:
+            assert e["memory_source"] == "build"
