@@ -6,7 +6,8 @@ Usage::
     EDGECODE_SHARED_DATA=/path/to/shared/datasets \\
     python benchmarks/bench_budget.py [--sets letter,satimage,digits] [--profile cortex-m4]
                                       [--eps 0.05] [--jobs 1] [--part search,jobs,dask,rows]
-                                      [--json out.json]
+                                      [--json out.json] [--site compute|wire|image]
+                                      [--fault bsc|seu] [--protection auto|none|LEVELS]
 
 Parts (``--part``, comma list; default ``search``):
 
@@ -16,6 +17,10 @@ Parts (``--part``, comma list; default ``search``):
   baselines at no more flash (one-vs-all, scikit-learn's random code, a plain
   forest) and the time. Goals: letter >= 0.88 inside the part in <= 10 min,
   satimage >= 0.88, digits >= 0.928, ahead of every baseline.
+  ``--site wire`` / ``--site image --fault seu`` put the fault on the input
+  frames or the stored image, where each configuration also comes with its
+  planned protection (issue 27, ``--protection``; ``none`` for the search
+  without it).
 * ``jobs``: the same search of ``--jobs-set`` (default satimage) with
   ``jobs=1`` and ``jobs=2``: the wall-time ratio and whether the entries are
   identical (goal >= 1.7x on two free cores).
@@ -74,7 +79,11 @@ def _data(name):
 def _search(data, args, **kw):
     from export.budget import search
     t0 = time.perf_counter()
-    res = search(data, args.profile, args.eps, **kw)
+    prot = getattr(args, "protection", "auto")
+    if prot not in ("auto", "none"):
+        prot = tuple(float(v) for v in prot.split(","))
+    res = search(data, args.profile, args.eps, site=getattr(args, "site", None),
+                 fault=getattr(args, "fault", "bsc"), protection=prot, **kw)
     return res, time.perf_counter() - t0
 
 
@@ -96,7 +105,7 @@ def part_search(args, out):
         r, s = res.recommended, res.settings
         share = r["flash_bytes"] / s["flash_limit"]
         print(f"\n== {name}: {s['n_train']} train / {s['n_test']} test rows, {s['n_classes']} "
-              f"classes, {args.profile}, bsc eps={args.eps} at the {s['site']} site; "
+              f"classes, {args.profile}, {s['fault_label']} at the {s['site']} site; "
               f"jobs={args.jobs}; {dt:.0f} s ({_load()})")
         print(res.table())
         pred = [e for e in res.pareto if e["predicted_accuracy"] is not None
@@ -223,6 +232,11 @@ def main(argv=None):
     p.add_argument("--jobs-set", default="satimage")
     p.add_argument("--part", default="search")
     p.add_argument("--json", default=None)
+    p.add_argument("--site", default=None, choices=["compute", "wire", "image"],
+                   help="where the fault acts (default: compute; image with --fault seu)")
+    p.add_argument("--fault", default="bsc", choices=["bsc", "burst", "stuck", "seu"])
+    p.add_argument("--protection", default="auto",
+                   help="auto, none or a comma list of levels (issue 27; wire and image sites)")
     args = p.parse_args(argv)
     out = {}
     for part in args.part.split(","):

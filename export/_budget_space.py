@@ -26,7 +26,7 @@ from export.registry import KindSpec, kind_spec, kind_specs
 
 __all__ = ["Task", "SearchSpace", "load_task", "configurations", "config_label", "screen",
            "fit_config", "Fitted", "search_kinds", "tuple_of", "ints_at_least", "one_of",
-           "int_at_least"]
+           "int_at_least", "base_config", "protection_text"]
 
 
 @dataclass
@@ -307,9 +307,33 @@ def configurations(space, *, n_classes, n_features, binary=False):
     return out
 
 
+def base_config(cfg):
+    """``cfg`` without its protection (the model the kind fits; issue 27)."""
+    return {k: v for k, v in cfg.items() if k != "protection"}
+
+
+def protection_text(protection):
+    """A protection of a configuration in words: ``"+wire 2x"`` (two extra copies
+    per frame bit on average), ``"+image 12.5%"`` (flash overhead at most);
+    ``""`` for none.
+
+    >>> protection_text({"layer": "wire", "level": 1}), protection_text({"layer": "image",
+    ...                                                                  "level": 0.125})
+    ('+wire 1x', '+image 12.5%')
+    """
+    if not protection:
+        return ""
+    if protection["layer"] == "wire":
+        return f"+wire {protection['level']:g}x"
+    return f"+image {100 * float(protection['level']):g}%"
+
+
 def config_label(cfg):
-    """A short readable name of a configuration (its kind's :meth:`~KindSpec.label`)."""
-    return kind_spec(cfg["kind"]).label(cfg)
+    """A short readable name of a configuration (its kind's :meth:`~KindSpec.label`,
+    then its protection)."""
+    text = kind_spec(cfg["kind"]).label(base_config(cfg))
+    extra = protection_text(cfg.get("protection"))
+    return f"{text} {extra}" if extra else text
 
 
 def screen(cfg, task, random_state=0):
@@ -330,7 +354,7 @@ def screen(cfg, task, random_state=0):
         The configuration cannot be built (e.g. a code design that has no
         code of that length for this many classes).
     """
-    return kind_spec(cfg["kind"]).screen(cfg, task, random_state)
+    return kind_spec(cfg["kind"]).screen(base_config(cfg), task, random_state)
 
 
 @dataclass
@@ -377,5 +401,5 @@ def fit_config(cfg, task, *, plan_eps=0.0, random_state=0, screened=None):
     -------
     Fitted
     """
-    return kind_spec(cfg["kind"]).fit(cfg, task, plan_eps=plan_eps, random_state=random_state,
-                                      screened=screened)
+    return kind_spec(cfg["kind"]).fit(base_config(cfg), task, plan_eps=plan_eps,
+                                      random_state=random_state, screened=screened)

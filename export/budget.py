@@ -55,9 +55,16 @@ round is cut by successive halving on a subsample of the training rows.
 ``"grid"`` tries every configuration of the space. Then the **baselines**
 (:meth:`~export.registry.KindSpec.baselines`: one-vs-all, scikit-learn's
 random code, a plain forest) are climbed up to the recommendation's flash
-and reported at no more flash than it. Each proposed configuration passes
-:meth:`~export.registry.KindSpec.protected_variants` first, the hook where
-protection (issue 27) joins a configuration.
+and reported at no more flash than it.
+
+**Protection** (issue 27; ``protection``, :mod:`export._budget_protect`): at
+the wire and image sites a configuration may carry a planned protection
+(:meth:`~export.registry.KindSpec.protected_variants`: repetition of the
+int16 features' bits at the wire, check bits of the stored arrays at the
+image). The growing search takes one more protection level as a growth step
+of every point it grows (the fitted model reused, not fitted again), the
+grid tries every level; the protected device is measured by a campaign at
+the search's fault.
 
 **Where** (``jobs``, ``scheduler``): configurations run in this process, on
 worker processes or on a Dask cluster (:mod:`export._budget_parallel`), each
@@ -96,8 +103,8 @@ from typing import Any, Optional
 import numpy as np
 
 from ._budget_front import FRONT_CYCLE_FRAMES
-from ._budget_space import (SearchSpace, Task, config_label, configurations, fit_config,
-                            load_task, screen)
+from ._budget_space import (SearchSpace, Task, base_config, config_label, configurations,
+                            fit_config, load_task, screen)
 from .registry import KindSpec, find_kind_spec, kind_specs
 
 __all__ = ["search", "SearchOptions", "BudgetResult", "SearchSpace", "dominates",
@@ -344,7 +351,8 @@ class BudgetResult:
         lines = [f"Pareto front on {s['data']} ({s['n_train']} train / {s['n_test']} test rows),"
                  f" profile {s['profile']}, {s['fault_label']} at {s['site_label']}; "
                  f"{_costs_text(s)}"]
-        head = (f"  {'configuration':<34} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
+        w = max([34] + [len(e["label"]) for e in self.pareto])
+        head = (f"  {'configuration':<{w}} {'flash B':>8} {'RAM B':>6} {'cycles':>8} "
                 f"{'nJ':>8} {'costs from':<16} {'clean':>6} {'predicted':>9} "
                 f"{'simulated [99% CI]':>24}")
         lines.append(head)
@@ -356,7 +364,7 @@ class BudgetResult:
             else:
                 lo, hi = e["simulated_ci"]
                 sim = f"{e['simulated_accuracy']:.4f} [{lo:.4f}, {hi:.4f}]"
-            lines.append(f"{mark} {e['label']:<34} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
+            lines.append(f"{mark} {e['label']:<{w}} {e['flash_bytes']:>8} {e['ram_bytes']:>6} "
                          f"{e['cycles']:>8.0f} {e['energy_nj']:>8.1f} {_sources(e):<16} "
                          f"{e['clean_accuracy']:>6.4f} {pred:>9} {sim:>24}")
         r = self.recommended
@@ -386,9 +394,10 @@ class BudgetResult:
                         if s["stopped_early"] else "") + ")")
         return "\n".join(lines)
 
-    def report_md(self):
+    def report_md(self, notes=()):
         """A short Markdown report: the search, the front, the baselines and why
-        the recommended point (what ``export`` writes as ``report.md``)."""
+        the recommended point (what ``export`` writes as ``report.md``; ``notes``:
+        lines on what was written)."""
         s, r = self.settings, self.recommended
         lim = s.get("flash_limit")
         out = [f"# Budget search: {s['data']} on {s['profile']}", "",
@@ -434,6 +443,10 @@ class BudgetResult:
                 + f"), clean {r['clean_accuracy']:.4f}, at {r['flash_bytes']} B flash{share} "
                 f"and {r['ram_bytes']} B RAM; no configuration that fits is more accurate "
                 "under this noise.", ""]
+        if r.get("protection"):
+            out += [f"Its protection: {_protection_words(r['protection'])}.", ""]
+        if notes:
+            out += ["## What was written", ""] + [f"- {n}" for n in notes] + [""]
         return "\n".join(out)
 
     def export(self, out_dir, *, target=None, build=False):
@@ -460,12 +473,28 @@ class BudgetResult:
         paths = {"container": out / "model.edgc", "onnx": out / "model.onnx",
                  "firmware": out / "firmware", "report": out / "recommended.json",
                  "report_md": out / "report.md"}
-        paths["report_md"].write_text(self.report_md(), encoding="utf-8")
         paths["container"].write_bytes(fitted.export.container)
         save_model(fitted.export.onnx_model, str(paths["onnx"]))
-        write_firmware(fitted.export.container, paths["firmware"], target)
+        notes = []
+        prot = self.recommended.get("protection")
+        if prot:
+            notes.append(f"model.edgc is the protected container the accuracy under noise was "
+                         f"measured on ({_protection_words(prot)}); model.onnx is the "
+                         "unprotected model (ONNX has no protection: the same labels on "
+                         "error-free inputs)")
+        try:
+            write_firmware(fitted.export.container, paths["firmware"], target)
+        except ValueError as exc:
+            if not (prot and prot["layer"] == "image"):
+                raise
+            # the C runtime does not decode image protection yet (issue 27)
+            notes.append("firmware/ not written: " + " ".join(str(exc).split()))
+            paths.pop("firmware")
+        paths["report_md"].write_text(self.report_md(notes), encoding="utf-8")
         info = {k: str(v) for k, v in paths.items()}
-        if build and not toolchain_missing(target):
+        if notes:
+            info["notes"] = notes
+        if build and "firmware" in paths and not toolchain_missing(target):
             b = build_firmware(paths["firmware"], target, jobs=1)
             info["build"] = {"target": target, "flash_bytes": b.flash_bytes,
                              "ram_bytes": b.ram_bytes}
@@ -535,6 +564,21 @@ class BudgetResult:
         return path
 
 
+def _protection_words(p):
+    """A protection record (an entry's ``protection``) in words."""
+    if p["layer"] == "wire":
+        hist = ", ".join(f"{n} bits x{c}" for c, n in
+                         sorted(p["allocation"]["bits_by_copies"].items(), key=lambda t: int(t[0])))
+        return (f"wire, {p['scheme']}, {p['overhead']:.2f} extra copies per frame bit "
+                f"({p['wire_bits']} wire bits per frame instead of "
+                f"{p['unprotected_wire_bits']}: {hist}); planner's predicted label-change "
+                f"rate {p['predicted_label_change']:.2e} ({p['prediction_method']}) at eps "
+                f"{p['planned_for_eps']:g}")
+    arrays = ", ".join(f"{a}: {s}" for a, s in p["allocation"].items()) or "none"
+    return (f"image, {p['scheme']}, overhead {100 * p['overhead']:.1f}% "
+            f"({p['unprotected_image_bytes']} -> {p['protected_image_bytes']} B; {arrays})")
+
+
 def _cycles_from(e):
     """Where an entry's cycles come from: ``simavr`` / ``estimate``, with the frames."""
     src = e.get("cycles_source", "estimate")
@@ -565,8 +609,13 @@ def _costs_text(s):
            if fc["cycles_source"] == "simavr" else
            f"cycles from the calibrated estimate on {fc['frames']} test frames"
            + (f" ({fc['note']})" if fc.get("note") else ""))
+    nb = fc.get("not_built") or []
+    unbuilt = (f"; {len(nb)} image-protected front point{'s' if len(nb) > 1 else ''} not "
+               "built (the C runtime does not decode '__protect__' yet): profile figures"
+               if nb else "")
     return (f"front built for {fc['target']} ({fc['measured']} builds, "
-            f"{fc['seconds']:.1f} s): flash and RAM of the build, {cyc}; the rest: {rest}")
+            f"{fc['seconds']:.1f} s): flash and RAM of the build, {cyc}{unbuilt}; the rest: "
+            f"{rest}")
 
 
 def _flash_ticks(lo, hi):
@@ -773,6 +822,14 @@ class SearchOptions:
     data_options : dict, optional
         ``label``, ``ignore``, ``positive`` of a CSV (the command line's
         ``--label``, ``--ignore``, ``--positive``; :func:`export.data.load_table`).
+    protection : "auto", "none" or sequence of numbers
+        Protection as part of each configuration (issue 27) at the wire and
+        image sites (:mod:`export._budget_protect`): every configuration of a
+        kind that takes it there also comes protected at each level, planned
+        on the fitted model: at the wire, extra copies per frame bit on
+        average (``"auto"``: 1 and 2); at the image, flash overheads
+        (``"auto"``: 0.04 and 0.125). ``"none"``: no protection variants.
+        Nothing at the compute site or at ``eps == 0``.
     """
 
     profile: Any = "cortex-m0"
@@ -803,6 +860,7 @@ class SearchOptions:
     ram_objective: bool = False
     progress: Any = None
     data_options: Optional[dict] = None
+    protection: Any = "auto"
 
     def checked(self):
         """A copy with ``eps`` as a float and ``space`` as a :class:`SearchSpace`;
@@ -856,7 +914,9 @@ class SearchOptions:
             space = SearchSpace.from_dict(space)
         elif not isinstance(space, SearchSpace):
             raise TypeError(f"space must be a SearchSpace or a dict; got {type(space).__name__}")
-        return replace(self, eps=eps, space=space, site=site, fault=fault)
+        from ._budget_protect import check_levels
+        protection = check_levels(self.protection, site, eps)
+        return replace(self, eps=eps, space=space, site=site, fault=fault, protection=protection)
 
 
 def _options(profile, eps, options, kwargs):
@@ -983,7 +1043,8 @@ def _load(run, data):
     run.task = task = load_task(data, test_size=o.test_size, random_state=o.random_state,
                                 max_points=o.max_points, data_options=o.data_options)
     if o.strategy == "grid":
-        run.configs = configurations(o.space, **_shape(run))
+        run.configs = [v for cfg in configurations(o.space, **_shape(run))
+                       for v in _variants(run, cfg)]
     else:
         run.configs = [cfg for spec in kind_specs() if spec.kind in o.space.kinds
                        for cfg in spec.seeds(o.space, **_shape(run))]
@@ -995,6 +1056,31 @@ def _load(run, data):
 
 def _key(cfg):
     return json.dumps(_jsonable(cfg), sort_keys=True)
+
+
+def _variants(run, cfg):
+    """``cfg`` and its protected variants at the search's site (issue 27)."""
+    spec = find_kind_spec(cfg["kind"])
+    return list(spec.protected_variants(cfg, run.opts.space, site=run.opts.site,
+                                        levels=run.opts.protection))
+
+
+def _more_protection(run, cfg):
+    """The growth step of more protection: ``cfg`` at the next level of its kind's
+    protected variants (none past the last, or where the kind has none)."""
+    ladder = _variants(run, cfg)
+    keys = [_key(v) for v in ladder]
+    k = keys.index(_key(cfg)) if _key(cfg) in keys else len(keys)
+    return ladder[k + 1:k + 2]
+
+
+def _groups(keep):
+    """``(position, cfg, lb)`` of ``(cfg, lb)`` pairs grouped by the model they
+    protect (one fit per group), groups in order of first appearance."""
+    groups = {}
+    for pos, (cfg, lb) in enumerate(keep):
+        groups.setdefault(_key(base_config(cfg)), []).append((pos, cfg, lb))
+    return list(groups.values())
 
 
 def _screen_one(run, cfg):
@@ -1115,15 +1201,20 @@ def _oversize(ctx, fitted, flash, ram, source):
     return over, wide
 
 
-def _evaluate(cfg, task, lb, ctx):
-    """Train, export and measure one configuration: ``{"status": "entry" | "pruned" |
-    "skipped", ...}`` (an entry carries its :class:`Fitted`). Linear algebra runs on
-    one thread, so that the figures do not depend on where the item runs."""
+def _evaluate(cfgs, task, lbs, ctx, prefitted=None):
+    """Train, export and measure one model and its protected variants (``cfgs``:
+    configurations of one model, ``lbs`` their screening results; the model is
+    fitted once, each protection planned on it): ``{"outcomes": [...],
+    "seconds"}``, an outcome per configuration (``{"status": "entry" | "pruned"
+    | "skipped", ...}``; an entry carries its :class:`Fitted`). Linear algebra
+    runs on one thread, so that the figures do not depend on where the item runs.
+    ``prefitted``: the model already fitted by an earlier item (its entry's
+    :class:`Fitted`, or packed by :func:`_pack_fitted`), so that a step of more
+    protection does not fit it again (a fit is seeded: the same model)."""
     t0 = time.perf_counter()
     with _one_blas_thread():
-        out = _evaluate_one(cfg, task, lb, ctx)
-    out["seconds"] = time.perf_counter() - t0
-    return out
+        outs = _evaluate_group(cfgs, task, lbs, ctx, prefitted)
+    return {"outcomes": outs, "seconds": time.perf_counter() - t0}
 
 
 def _one_blas_thread():
@@ -1137,17 +1228,56 @@ def _one_blas_thread():
         return contextlib.nullcontext()
 
 
-def _evaluate_one(cfg, task, lb, ctx):
+def _evaluate_group(cfgs, task, lbs, ctx, prefitted=None):
+    from ._budget_protect import plan_rows, protect_fitted
+
+    base = base_config(cfgs[0])
+    try:
+        if prefitted is not None:
+            fitted = _unpack_fitted(prefitted) if isinstance(prefitted, dict) else prefitted
+        else:
+            fitted = fit_config(base, task, plan_eps=ctx.plan_eps,
+                                random_state=ctx.random_state, screened=lbs[0])
+    except (ValueError, TypeError) as exc:
+        why = " ".join(str(exc).split())
+        return [{"status": "skipped", "record": {"config": c, "label": config_label(c),
+                                                 "stage": "training", "reason": why}}
+                for c in cfgs]
+    outs, cache, rows = [], {}, None
+    for cfg in cfgs:
+        prot = cfg.get("protection")
+        if not prot:
+            outs.append(_measure(cfg, fitted, ctx))
+            continue
+        if rows is None:
+            rows = plan_rows(task, ctx.random_state)
+        try:
+            pf, record = protect_fitted(fitted, prot, rows, eps=ctx.plan_eps,
+                                        random_state=ctx.random_state, cache=cache)
+        except (ValueError, TypeError) as exc:
+            outs.append({"status": "skipped", "record": {
+                "config": cfg, "label": config_label(cfg), "stage": "protection",
+                "reason": " ".join(str(exc).split())}})
+            continue
+        outs.append(_measure(cfg, pf, ctx, record))
+    return outs
+
+
+def _measure(cfg, fitted, ctx, protection=None):
+    """Measure one fitted (and possibly protected) configuration."""
     from firmware_sim.profiles import estimate
 
     label = config_label(cfg)
+    image_protected = protection is not None and protection["layer"] == "image"
+    note = None
     try:
-        fitted = fit_config(cfg, task, plan_eps=ctx.plan_eps, random_state=ctx.random_state,
-                            screened=lb)
-    except (ValueError, TypeError) as exc:
-        return {"status": "skipped", "record": {"config": cfg, "label": label, "stage": "training",
-                                                "reason": " ".join(str(exc).split())}}
-    flash, ram, source = _memory(fitted.export, ctx.profile, ctx.build_target)
+        flash, ram, source = _memory(fitted.export, ctx.profile, ctx.build_target)
+    except ValueError as exc:
+        if not image_protected:
+            raise
+        # the C runtime does not decode image protection (yet): profile figures
+        flash, ram, source = _memory(fitted.export, ctx.profile, None)
+        note = "not built: " + " ".join(str(exc).split())[:200]
     over, wide = _oversize(ctx, fitted, flash, ram, source)
     if over:
         return {"status": "pruned", "record": {"config": cfg, "label": label, "stage": "measured",
@@ -1155,8 +1285,16 @@ def _evaluate_one(cfg, task, lb, ctx):
                                                "reason": "; ".join(over)}}
     res = fitted.export.resources
     est = estimate(ctx.profile, fitted.export.device)   # calibrated prices (issue 26)
-    pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device, ctx.fault,
-                            ctx.site)
+    if protection is None:
+        pred, method = _predict(fitted.export.device, fitted.X_device, fitted.y_device,
+                                ctx.fault, ctx.site)
+    else:
+        pred, method = None, ("simulated on the protected device (the planner predicts "
+                              "label changes: see protection)")
+        note = (note + "; " if note else "") + (
+            "cycles: the kind's inference on the decoded "
+            + ("frames (majority decoding not priced)" if protection["layer"] == "wire"
+               else "image (the check and correction of the image not priced)"))
     entry = {"config": cfg, "label": label, "kind": cfg["kind"], "flash_bytes": flash,
              "ram_bytes": ram, "cycles": float(est["cycles"]),
              "energy_nj": float(est["energy_pj"]) / 1000.0,
@@ -1166,7 +1304,8 @@ def _evaluate_one(cfg, task, lb, ctx):
              "open_cycles": None if est.get("open_cycles") is None else float(est["open_cycles"]),
              "front_measured": False,
              "image_bytes": int(res["flash_bytes"]), "predicted_method": method,
-             "simulated_trials": None, "wide_integer_arrays": wide}
+             "simulated_trials": None, "wide_integer_arrays": wide,
+             "protection": protection, "cost_note": note}
     n_sim = 0
     if pred is None or ctx.simulate_all:
         _simulate_into(entry, fitted, ctx)
@@ -1176,40 +1315,49 @@ def _evaluate_one(cfg, task, lb, ctx):
     return {"status": "entry", "entry": entry, "fitted": fitted, "n_simulated": n_sim}
 
 
-def _evaluate_packed(cfg, task, lb, ctx):
-    """:func:`_evaluate` for another process: the fitted model as bytes (its
-    container and ONNX model), rebuilt here by :func:`_unpack`."""
-    out = _evaluate(cfg, task, lb, ctx)
-    f = out.get("fitted")
-    if f is not None:
-        ex = f.export
-        onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
-        out["fitted"] = {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
-                         "resources": _jsonable(dict(ex.resources)),
-                         "checked_inputs": ex.checked_inputs,
-                         "label_mismatches": ex.label_mismatches,
-                         "details": _jsonable(dict(ex.details or {})),
-                         "X_device": f.X_device, "y_device": f.y_device,
-                         "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+def _pack_fitted(f):
+    """A :class:`Fitted` as plain data for another process (its container and ONNX
+    model as bytes); :func:`_unpack_fitted` rebuilds it."""
+    ex = f.export
+    onnx_bytes = None if ex.onnx_model is None else ex.onnx_model.SerializeToString()
+    return {"kind": ex.kind, "container": bytes(ex.container), "onnx": onnx_bytes,
+            "resources": _jsonable(dict(ex.resources)), "checked_inputs": ex.checked_inputs,
+            "label_mismatches": ex.label_mismatches,
+            "details": _jsonable(dict(ex.details or {})),
+            "X_device": f.X_device, "y_device": f.y_device,
+            "clean_accuracy": f.clean_accuracy, "info": _jsonable(dict(f.info))}
+
+
+def _unpack_fitted(p):
+    """The :class:`Fitted` of :func:`_pack_fitted`'s data."""
+    from firmware_sim import load
+
+    from ._budget_space import Fitted
+    from .result import ExportResult
+    onnx_model = None
+    if p["onnx"] is not None:
+        import onnx
+        onnx_model = onnx.load_from_string(p["onnx"])
+    ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
+                      p["resources"], p["checked_inputs"], p["label_mismatches"], p["details"])
+    return Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+
+
+def _evaluate_packed(cfgs, task, lbs, ctx, prefitted=None):
+    """:func:`_evaluate` for another process: each fitted model packed
+    (:func:`_pack_fitted`), rebuilt here by :func:`_unpack`."""
+    out = _evaluate(cfgs, task, lbs, ctx, prefitted)
+    for o in out["outcomes"]:
+        if o.get("fitted") is not None:
+            o["fitted"] = _pack_fitted(o["fitted"])
     return out
 
 
 def _unpack(out):
-    """The outcome of :func:`_evaluate_packed` with its :class:`Fitted` rebuilt."""
-    p = out.get("fitted")
-    if isinstance(p, dict):
-        from firmware_sim import load
-
-        from ._budget_space import Fitted
-        from .result import ExportResult
-        onnx_model = None
-        if p["onnx"] is not None:
-            import onnx
-            onnx_model = onnx.load_from_string(p["onnx"])
-        ex = ExportResult(p["kind"], p["container"], onnx_model, load(p["container"]),
-                          p["resources"], p["checked_inputs"], p["label_mismatches"],
-                          p["details"])
-        out["fitted"] = Fitted(ex, p["X_device"], p["y_device"], p["clean_accuracy"], p["info"])
+    """The outcomes of :func:`_evaluate_packed` with their :class:`Fitted` rebuilt."""
+    for o in out["outcomes"]:
+        if isinstance(o.get("fitted"), dict):
+            o["fitted"] = _unpack_fitted(o["fitted"])
     return out
 
 
@@ -1284,24 +1432,35 @@ def _record(run, cfg, out, total, baseline=None):
 def _run_items(run, keep, total, baseline=None):
     """Evaluate ``(cfg, lb)`` pairs (in chunks the evaluator runs at once, so the time
     limit holds); the entries' indices (None for what is not an entry)."""
-    ctx, ev, out = _ctx(run), run.evaluator, []
+    ctx, ev = _ctx(run), run.evaluator
+    out = [None] * len(keep)
+    groups = _groups(keep)               # a model and its protected variants: one item
     # chunks of twice the width keep a time limit; without one, every item at
     # once (no barrier between chunks, where a worker would wait for a straggler)
-    step = max(1, 2 * ev.width) if run.opts.budget_s is not None else max(1, len(keep))
-    for k in range(0, len(keep), step):
+    step = max(1, 2 * ev.width) if run.opts.budget_s is not None else max(1, len(groups))
+    for k in range(0, len(groups), step):
         if run.out_of_time():
-            run.stopped, run.not_evaluated = True, run.not_evaluated + len(keep) - k
+            left = sum(len(g) for g in groups[k:])
+            run.stopped, run.not_evaluated = True, run.not_evaluated + left
             run.stop_reason = f"time limit budget_s={run.opts.budget_s} s"
             break
-        chunk = keep[k:k + step]
+        chunk = groups[k:k + step]
         local = getattr(ev, "local", False)
-        results = ev.map(_evaluate if local else _evaluate_packed,
-                         [(cfg, lb, ctx) for cfg, lb in chunk])
-        for (cfg, _), res in zip(chunk, results):
+        items = []
+        for g in chunk:
+            # a model already measured (a step of more protection): its fit is reused
+            i = run.keys.get(_key(base_config(g[0][1])))
+            pre = None if i is None else run.fitted.get(i)
+            if pre is not None and not local:
+                pre = _pack_fitted(pre)
+            items.append(([c for _, c, _ in g], [lb for _, _, lb in g], ctx, pre))
+        results = ev.map(_evaluate if local else _evaluate_packed, items)
+        for g, res in zip(chunk, results):
             res = res if local else _unpack(res)
             run.work[-1].append(round(float(res.get("seconds", 0.0)), 3))
-            names = baseline(cfg) if callable(baseline) else baseline
-            out.append(_record(run, cfg, res, total, names))
+            for (pos, cfg, _), one in zip(g, res["outcomes"]):
+                names = baseline(cfg) if callable(baseline) else baseline
+                out[pos] = _record(run, cfg, one, total, names)
     return out
 
 
@@ -1358,22 +1517,25 @@ def _halve(run, keep):
     the training rows, clean accuracy on another quarter), keep the better half
     (at least ``grow_width``); the others are recorded as stopped early."""
     o = run.opts
-    n_keep = max(int(o.grow_width), (len(keep) + 1) // 2)
-    if not o.halving or not run.rounds or len(keep) <= 2 * int(o.grow_width) or \
+    if not o.halving or not run.rounds or len(_groups(keep)) <= 2 * int(o.grow_width) or \
             len(run.task.X_train) < HALVING_MIN_ROWS:
         return keep
     ctx = _ctx(run)
-    scores = list(run.evaluator.map(_score, [(cfg, lb, ctx) for cfg, lb in keep]))
-    order = sorted(range(len(keep)), key=lambda k: (-(scores[k] if scores[k] is not None
-                                                       else -1.0), k))
-    kept = sorted(order[:n_keep])
+    # one score per model (its protected variants share its fit and its fate)
+    groups = _groups(keep)
+    n_keep = max(int(o.grow_width), (len(groups) + 1) // 2)
+    scores = list(run.evaluator.map(_score, [(base_config(g[0][1]), g[0][2], ctx)
+                                             for g in groups]))
+    order = sorted(range(len(groups)), key=lambda k: (-(scores[k] if scores[k] is not None
+                                                         else -1.0), k))
+    kept = sorted(pos for k in order[:n_keep] for pos, _, _ in groups[k])
     for k in order[n_keep:]:
-        cfg = keep[k][0]
-        run.halved.append({"config": cfg, "label": config_label(cfg), "round": len(run.rounds),
-                           "validation_accuracy": scores[k],
-                           "reason": f"successive halving: validation accuracy "
-                                     f"{'n/a' if scores[k] is None else f'{scores[k]:.4f}'} "
-                                     f"below the better {n_keep} of {len(keep)}"})
+        for _, cfg, _ in groups[k]:
+            run.halved.append({"config": cfg, "label": config_label(cfg),
+                               "round": len(run.rounds), "validation_accuracy": scores[k],
+                               "reason": f"successive halving: validation accuracy "
+                                         f"{'n/a' if scores[k] is None else f'{scores[k]:.4f}'}"
+                                         f" below the better {n_keep} of {len(groups)} models"})
     return [keep[k] for k in kept]
 
 
@@ -1394,14 +1556,8 @@ def _grow(run):
     memory_source = None
     run.evaluator.start(task)
     while pending:
-        variants = []
-        for cfg in pending:              # the hook where protection joins a configuration
-            for v in specs[cfg["kind"]].protected_variants(cfg, o.space):
-                k = _key(v)
-                if v is cfg or k not in seen:
-                    seen.add(k)
-                    variants.append(v)
-        keep = _screen_all(run, variants, refuse_empty=not run.rounds)
+        seen.update(_key(c) for c in pending)
+        keep = _screen_all(run, pending, refuse_empty=not run.rounds)
         if memory_source is None:
             # "auto": real builds only for a grid of few configurations (a growing
             # search does not know how many it will train)
@@ -1412,7 +1568,12 @@ def _grow(run):
               f"{len(task.X_test)} test rows)")
         if run.work[-1]:
             run.work.append([])
+        n_skipped = len(run.skipped)
         new = [i for i in _run_items(run, keep, run.done + len(keep)) if i is not None]
+        # a level that holds no protection (a small image at 4%) passes its step on to
+        # the next level of the same model
+        passed = [c for rec in run.skipped[n_skipped:] if rec.get("stage") == "protection"
+                  for c in _more_protection(run, rec["config"]) if _key(c) not in seen]
         fr = _current_front(run)
         top = max((run.entries[i]["accuracy_under_noise"] for i in fr), default=None)
         run.rounds.append({"round": len(run.rounds) + 1, "proposed": len(pending),
@@ -1447,7 +1608,12 @@ def _grow(run):
             for i in grow:
                 expanded.add(i)
                 cfg = run.entries[i]["config"]
-                for child in specs[cfg["kind"]].grow(cfg, o.space, **shape):
+                prot = cfg.get("protection")
+                # the model's steps keep its protection; one step of more protection
+                # (the kind's protected_variants, the next level) reuses its fit
+                steps = [{**base_config(c), **({"protection": prot} if prot else {})}
+                         for c in specs[cfg["kind"]].grow(base_config(cfg), o.space, **shape)]
+                for child in steps + _more_protection(run, cfg):
                     k = _key(child)
                     if k not in seen and child not in children:
                         children.append(child)
@@ -1456,6 +1622,10 @@ def _grow(run):
                              else "no growth step left that was not tried")
             pending += children
             run.configs += children
+        for c in passed:
+            if c not in pending:
+                pending.append(c)
+                run.configs.append(c)
     for kind in dict.fromkeys(specs[e["kind"]].family(e["config"]) for e in run.entries):
         why.setdefault(kind, f"time limit budget_s={o.budget_s} s" if run.stopped
                        else "its next steps no longer fit the part")
@@ -1592,6 +1762,19 @@ def _measure_front(run):
             except RuntimeError as exc:
                 m, over = None, [f"cannot be built for {run.target}: "
                                  + " ".join(str(exc).split())[:300]]
+            except ValueError as exc:
+                if (e.get("protection") or {}).get("layer") != "image":
+                    raise
+                # the C runtime does not decode image protection (yet): the point
+                # keeps its profile figures, labelled
+                info.setdefault("not_built", []).append(e["label"])
+                e["front_measured"] = True
+                e["cycles_note"] = ("not built for " + run.target + ": "
+                                    + " ".join(str(exc).split())[:200])
+                _note(run.progress, f"front {k + 1}/{len(todo)}: {e['label']}: not built "
+                      f"(image protection: the C runtime does not decode it); profile "
+                      f"figures kept")
+                continue
             else:
                 over = _built_oversize(run, m["flash_bytes"], m["ram_bytes"])
             info["measured"] += 1
@@ -1740,6 +1923,11 @@ def _settings(run, memory_source):
         "n_pruned_measured": sum(1 for p in pruned if p["stage"] == "measured"),
         "n_pruned_built": sum(1 for p in pruned if p["stage"] == "built"),
         "front_costs": run.front_costs,
+        "protection": {"levels": list(o.protection),
+                       "unit": {"wire": "extra copies per frame bit on average",
+                                "image": "flash overhead (fraction of the image)"}.get(o.site),
+                       "kinds": [s.kind for s in kind_specs()
+                                 if o.protection and o.site in s.protection_sites]},
         "n_simulated": run.n_simulated, "stopped_early": run.stopped,
         "not_evaluated": run.not_evaluated, "budget_s": o.budget_s,
         "elapsed_s": run.elapsed(),

@@ -213,11 +213,24 @@ class KindSpec:
         Default: none."""
         return []
 
-    def protected_variants(self, config: Mapping, space) -> list:
+    #: Sites where the budget search offers this kind planned protection (issue 27):
+    #: ``"wire"`` (its int16 features repeated per (feature, bit),
+    #: :mod:`export.protect_wire`) and/or ``"image"`` (its stored arrays,
+    #: :mod:`export.protect_image`). Default: none.
+    protection_sites: ClassVar[Sequence[str]] = ()
+
+    def protected_variants(self, config: Mapping, space, *, site=None, levels=()) -> list:
         """The configurations ``config`` becomes with each protection the kind
-        offers (issue 27: protection as part of each configuration). Default:
-        ``[config]`` (no protection choice yet)."""
-        return [config]
+        offers at the search's ``site`` (issue 27: protection as part of each
+        configuration): ``config`` itself (unprotected), then one copy per
+        protection level of ``levels`` (extra copies per frame bit at the wire,
+        flash overheads of the image) with ``"protection": {"layer", "level"}``,
+        when ``site`` is one of :attr:`protection_sites`. The search fits the
+        model once and plans each protection on the fitted device."""
+        base = {k: v for k, v in config.items() if k != "protection"}
+        if site not in self.protection_sites:
+            return [base]
+        return [base] + [{**base, "protection": {"layer": site, "level": lvl}} for lvl in levels]
 
     # ---------------------------------------------------------- analytics
     def analytic(self, device, X, fault, y=None, site=None) -> dict:

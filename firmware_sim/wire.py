@@ -199,6 +199,11 @@ class WireProtectedDevice(Device):
     def decision_layout(self):
         return self.inner.decision_layout()
 
+    def cost_counts(self, frames=None):
+        """The kind's counts on the decoded frames (the cost model prices the
+        inference; the majority decoding of the wire bits is not counted)."""
+        return self.inner.cost_counts(None if frames is None else self.decode(frames))
+
     def workspace_bytes(self):
         """The kind's workspace plus the decoded frame (2 bytes per feature, rounded
         up to 8)."""

@@ -86,8 +86,11 @@ def run_budget(data, profile, eps, *, stream=None, json_path=None, plot_path=Non
         if "build" in info:
             b = info["build"]
             built = f"; built for {b['target']}: flash {b['flash_bytes']} B, RAM {b['ram_bytes']} B"
-        print(f"wrote the recommended model to {export_dir}: model.edgc, model.onnx, firmware/, "
+        fw = "firmware/, " if "firmware" in info else ""
+        print(f"wrote the recommended model to {export_dir}: model.edgc, model.onnx, {fw}"
               f"recommended.json, report.md{built}", file=out)
+        for note in info.get("notes", ()):
+            print(f"note: {note}", file=out)
     return result
 
 
@@ -140,6 +143,13 @@ def register(sub):
                    help="where the fault acts, the same for every kind: compute (default; "
                    f"the results the device computes and combines: {own}), wire (the input "
                    "frames' bits), image (the stored model bits; the default with --fault seu)")
+    p.add_argument("--protection", default="auto", metavar="auto|none|LEVELS",
+                   help="protection as part of each configuration at the wire and image "
+                   "sites (issue 27): auto (default: at --site wire the int16-feature kinds "
+                   "also come with a planned repetition of 1 and 2 extra copies per frame bit "
+                   "on average; at --site image every kind with a planned image protection "
+                   "of at most 4%% and 12.5%% flash overhead), none, or a comma list of "
+                   "levels (extra copies at the wire, overhead fractions at the image)")
     p.add_argument("--strategy", default="grow", choices=["grow", "grid"],
                    help="grow (default): start from each kind's cheapest configurations and "
                    "grow the front until it stops improving or the next step no longer fits "
@@ -254,6 +264,9 @@ def _cmd_budget(args):
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     space = _space(args)
+    protection = args.protection
+    if protection not in ("auto", "none"):
+        protection = tuple(_csv(protection, "--protection", float))
     run_budget(args.data, args.profile, eps, json_path=args.json_path,
                plot_path=args.plot_path, export_dir=args.export_dir, progress=not args.quiet,
                fault=args.fault, fault_params=fault_params, site=args.site,
@@ -263,7 +276,8 @@ def _cmd_budget(args):
                simulate="all" if args.simulate_all else "front",
                sim_samples=args.sim_samples, random_state=args.seed, test_size=args.test_size,
                max_points=args.max_points, enforce_int_widths=not args.ignore_int_widths,
-               ram_objective=args.ram_objective, data_options=data_options(args))
+               ram_objective=args.ram_objective, data_options=data_options(args),
+               protection=protection)
 
 
 def _first_number(text):

@@ -92,6 +92,7 @@ class ECOCSpec(KindSpec):
     """ECOC ensembles on the bridge (see the module docstring)."""
 
     kind = "ecoc"
+    protection_sites = ("wire", "image")
     marker = "o"
     site_text = "ECOC learner outputs"
     compute_text = "ECOC learner outputs"

@@ -65,6 +65,7 @@ class ForestSpec(KindSpec):
     """Tree forests on the bridge (see the module docstring)."""
 
     kind = "forest"
+    protection_sites = ("wire", "image")
     marker = "P"
     site_text = "forest tree outputs"
     exact_closed_form = False

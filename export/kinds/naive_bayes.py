@@ -51,6 +51,7 @@ class NaiveBayesSpec(KindSpec):
     """Protected naive Bayes on the bridge (see the module docstring)."""
 
     kind = "protected_nb"
+    protection_sites = ("image",)       # at the wire its repetition plans are its own
     name = "nb"
     marker = "s"
     site_text = "NB wire bits"

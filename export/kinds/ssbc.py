@@ -32,6 +32,7 @@ class SSBCSpec(KindSpec):
     """SSBC k-NN codes on the bridge (see the module docstring)."""
 
     kind = "ssbc"
+    protection_sites = ("wire", "image")
     marker = "^"
     site_text = "SSBC code bits"
     compute_text = "SSBC code bits"
