@@ -487,7 +487,8 @@ class BudgetResult:
         except ValueError as exc:
             if not (prot and prot["layer"] == "image"):
                 raise
-            # the C runtime does not decode image protection yet (issue 27)
+            # the firmware writer refused the image protection (a form or a
+            # build limit of ec_protect.c): said in report.md
             notes.append("firmware/ not written: " + " ".join(str(exc).split()))
             paths.pop("firmware")
         paths["report_md"].write_text(self.report_md(notes), encoding="utf-8")
@@ -611,7 +612,7 @@ def _costs_text(s):
            + (f" ({fc['note']})" if fc.get("note") else ""))
     nb = fc.get("not_built") or []
     unbuilt = (f"; {len(nb)} image-protected front point{'s' if len(nb) > 1 else ''} not "
-               "built (the C runtime does not decode '__protect__' yet): profile figures"
+               "built (the firmware writer refused their image protection): profile figures"
                if nb else "")
     return (f"front built for {fc['target']} ({fc['measured']} builds, "
             f"{fc['seconds']:.1f} s): flash and RAM of the build, {cyc}{unbuilt}; the rest: "
@@ -661,7 +662,10 @@ def _target_for(profile):
 
 
 def _memory(export_result, profile, build_target):
-    """(flash, RAM, source) of the whole firmware: built, or image + runtime."""
+    """(flash, RAM, source) of the whole firmware: built, or image + runtime; an
+    image-protected container adds its decoder's code
+    (:data:`firmware_sim.protection.DECODER_CODE_BYTES`) and lies in RAM too
+    (the C runtime corrects a writable copy at open, ``ec_model_open_rw``)."""
     res = export_result.resources
     if build_target is not None:
         from export.firmware import build_firmware, write_firmware
@@ -670,7 +674,17 @@ def _memory(export_result, profile, build_target):
             b = build_firmware(d, build_target, jobs=1)
         return int(b.flash_bytes), int(b.ram_bytes), "build"
     rt_flash, rt_ram = profile.runtime_bytes(res.get("kind"))
-    return int(res["flash_bytes"]) + rt_flash, int(res["ram_bytes"]) + rt_ram, "profile"
+    flash, ram = int(res["flash_bytes"]) + rt_flash, int(res["ram_bytes"]) + rt_ram
+    container = getattr(export_result.device, "container", None)
+    if getattr(container, "protect", None) is not None:
+        from firmware_sim.protection import DECODER_CODE_BYTES, plan_of
+        plan = plan_of(container.protect, arrays=container.arrays)
+        bch = any(scheme == "bch" for scheme, _ in plan.values())
+        code = DECODER_CODE_BYTES.get(profile.runtime_profile,
+                                      max(DECODER_CODE_BYTES.values()))
+        flash += code[bch]
+        ram += len(export_result.container)
+    return flash, ram, "profile"
 
 
 def _wide_arrays(profile, container):
@@ -1275,7 +1289,7 @@ def _measure(cfg, fitted, ctx, protection=None):
     except ValueError as exc:
         if not image_protected:
             raise
-        # the C runtime does not decode image protection (yet): profile figures
+        # the firmware writer refused the image protection: profile figures
         flash, ram, source = _memory(fitted.export, ctx.profile, None)
         note = "not built: " + " ".join(str(exc).split())[:200]
     over, wide = _oversize(ctx, fitted, flash, ram, source)
@@ -1765,14 +1779,15 @@ def _measure_front(run):
             except ValueError as exc:
                 if (e.get("protection") or {}).get("layer") != "image":
                     raise
-                # the C runtime does not decode image protection (yet): the point
-                # keeps its profile figures, labelled
+                # the firmware writer refused the image-protected point (a form
+                # or a build limit of ec_protect.c): it keeps its profile
+                # figures, labelled
                 info.setdefault("not_built", []).append(e["label"])
                 e["front_measured"] = True
                 e["cycles_note"] = ("not built for " + run.target + ": "
                                     + " ".join(str(exc).split())[:200])
                 _note(run.progress, f"front {k + 1}/{len(todo)}: {e['label']}: not built "
-                      f"(image protection: the C runtime does not decode it); profile "
+                      f"(the firmware writer refused its image protection); profile "
                       f"figures kept")
                 continue
             else:

@@ -66,11 +66,21 @@ from .errors import ContainerError, DeviceError
 
 __all__ = ["SCHEMES", "SCHEME_CODES", "protect_container", "decode_arrays", "plan_of",
            "check_bits_per_word", "protection_bytes", "secded_encode", "secded_decode",
-           "open_protected", "bch_check_bytes"]
+           "open_protected", "bch_check_bytes", "DECODER_CODE_BYTES"]
 
 #: Scheme name -> code stored in ``"__protect__"``.
 SCHEME_CODES = {"parity": 1, "secded": 2, "tmr": 3, "bch": 4}
 _SCHEME_NAMES = {v: k for k, v in SCHEME_CODES.items()}
+#: Code the C runtime's image-protection decoder (``ec_protect.c`` with the
+#: kinds' erasure hooks) adds to a firmware, in bytes, per built-in profile:
+#: ``(without BCH, with BCH)``; the code size of the protected firmware minus
+#: the unprotected one, the larger of the models measured on that core
+#: (``python benchmarks/bench_protect_device.py``, benchmarks/README.md,
+#: "image protection on the device"; the ATmega328P takes the ATmega2560's
+#: forest figures). What a profile estimate adds for a protected image.
+DECODER_CODE_BYTES = {"cortex-m0": (3252, 7012), "cortex-m4": (3124, 6452),
+                      "atmega328p": (6480, 14184), "atmega2560": (6480, 14184),
+                      "rv32imac": (3024, 6696)}
 #: Every scheme a plan may name ("none" = not protected: no entry).
 SCHEMES = ("none", "parity", "secded", "tmr", "bch")
 WORD_BYTES = (1, 2, 4, 8)
