@@ -16,7 +16,6 @@ refuses exactly what ``firmware_sim.load`` does, metadata aside (the C
 runtime does not parse the JSON metadata; the device never reads it).
 """
 
-import os
 import shutil
 import subprocess
 import sys
@@ -38,19 +37,10 @@ from edgecode.naive_bayes import BinaryNaiveBayes
 from edgecode.redundancy import allocate_greedy
 from export.ecoc import export_ecoc
 from export.firmware import build_firmware, check_images, decision_integers, run_firmware, \
-    toolchain_missing, write_firmware
+    write_firmware
 from export.naive_bayes import export_protected_nb
 from export.ssbc import export_ssbc
-
-CI = bool(os.environ.get("EDGECODE_CI"))
-
-
-def _need(target, run=False):
-    why = toolchain_missing(target, run=run)
-    if why:
-        if CI:
-            pytest.fail(f"CI must have the {target} toolchain: {why}")
-        pytest.skip(f"{target} toolchain: {why}")
+from toolchains import need_toolchain
 
 
 # ---------------------------------------------------------------------- models
@@ -134,7 +124,7 @@ def _assert_parity(dev, frames, labels, dec):
 # ---------------------------------------------------------------------- host parity
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_host_runtime_equals_firmware_sim(name, tmp_path):
-    _need("host")
+    need_toolchain("host")
     dev, X = _model(name)
     write_firmware(dev.container, tmp_path, "host")
     frames = _frames(dev, X, np.random.default_rng(len(name)))
@@ -145,7 +135,7 @@ def test_host_runtime_equals_firmware_sim(name, tmp_path):
 
 
 def test_host_build_measures_flash_ram_and_stack(tmp_path):
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model("nb_greedy")
     info = write_firmware(dev.container, tmp_path, "host")
     b = build_firmware(tmp_path, "host")
@@ -157,7 +147,7 @@ def test_host_build_measures_flash_ram_and_stack(tmp_path):
 def test_one_kind_build_refuses_other_kinds_and_all_kinds_opens_every_kind(tmp_path):
     """The default firmware compiles in its model's kind only (ec_config.h):
     another kind's image is refused with EC_ERR_KIND; kinds="all" opens it."""
-    _need("host")
+    need_toolchain("host")
     nb, _ = _model("nb_greedy")
     ecoc, _ = _model("ecoc_linear_binary")
     images = [nb.container.tobytes(), ecoc.container.tobytes()]
@@ -181,7 +171,7 @@ def test_one_learner_build_refuses_the_other_learner_kind(tmp_path):
     """An ECOC firmware compiles in its model's learner kind only (ec_config.h:
     EC_ECOC_LINEAR / EC_ECOC_TREES, issue 26): an image of the other learner
     kind is refused with EC_ERR_KIND, not misread; kinds="all" opens both."""
-    _need("host")
+    need_toolchain("host")
     lin, _ = _model("ecoc_linear_binary")
     tree, _ = _model("ecoc_tree_3ary")
     images = [lin.container.tobytes(), tree.container.tobytes()]
@@ -206,7 +196,7 @@ def test_one_form_build_refuses_images_of_other_score_arithmetic_or_node_widths(
     loads them."""
     from firmware_sim.artifact import read_container, write_container
 
-    _need("host")
+    need_toolchain("host")
     X, y = _digits()
     clf = ECOCClassifier(LogisticRegression(max_iter=300),
                          code=np.random.default_rng(1).integers(0, 2, (10, 12))).fit(X[:300],
@@ -238,7 +228,7 @@ def test_one_form_build_refuses_images_of_other_score_arithmetic_or_node_widths(
 
 def test_generated_makefile_builds_a_runner_that_agrees(tmp_path):
     """What a user runs by hand: `make -j2` in the generated directory."""
-    _need("host")
+    need_toolchain("host")
     if shutil.which("make") is None:
         pytest.skip("make is not installed (Debian package make)")
     dev, X = _model("ssbc_table")
@@ -257,7 +247,7 @@ def test_generated_makefile_builds_a_runner_that_agrees(tmp_path):
     ("cortex-m4", "nb_greedy"), ("cortex-m4", "ecoc_tree_wide"), ("cortex-m4", "ssbc_table"),
     ("cortex-m4", "ecoc_svm_3ary"), ("cortex-m3", "ecoc_linear_binary")])
 def test_cortex_m_under_qemu_equals_firmware_sim(target, name, tmp_path):
-    _need(target, run=True)
+    need_toolchain(target, run=True)
     dev, X = _model(name)
     write_firmware(dev.container, tmp_path, target)
     b = build_firmware(tmp_path, target)
@@ -269,7 +259,7 @@ def test_cortex_m_under_qemu_equals_firmware_sim(target, name, tmp_path):
 
 def test_cli_firmware_with_a_relative_out_dir(tmp_path, monkeypatch):
     from export.cli import main
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model("nb_greedy")
     (tmp_path / "m.edgc").write_bytes(dev.container.tobytes())
     monkeypatch.chdir(tmp_path)
@@ -279,7 +269,7 @@ def test_cli_firmware_with_a_relative_out_dir(tmp_path, monkeypatch):
 
 
 def test_cortex_m0plus_builds_and_measures(tmp_path):
-    _need("cortex-m0plus")
+    need_toolchain("cortex-m0plus")
     dev, _ = _model("ecoc_tree_3ary")
     write_firmware(dev.container, tmp_path, "cortex-m0plus")
     b = build_firmware(tmp_path, "cortex-m0plus")
@@ -326,7 +316,7 @@ def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
     recomputed) through an address- and UB-sanitized runner."""
     import container_fuzz_driver as fz
 
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model(name)
     raw = dev.container.tobytes()
     write_firmware(raw, tmp_path, "host", kinds="all")
@@ -358,7 +348,7 @@ def test_c_loader_refuses_an_empty_array_whose_dimensions_overflow(tmp_path):
     from container_fuzz_driver import with_shape
     from firmware_sim.artifact import write_container
 
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model("nb_greedy")
     c = dev.container
     raw = write_container(None, c.kind, {**c.arrays, "zz_empty": np.zeros((1, 1, 0), np.int16)},

@@ -11,16 +11,15 @@ tool skips with the reason; with ``EDGECODE_CI`` set it fails.
 """
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from export.cli import main
-from export.firmware import TARGETS, toolchain_missing
+from export.firmware import TARGETS
+from toolchains import need_toolchain
 
-CI = bool(os.environ.get("EDGECODE_CI"))
 DATA = Path(__file__).resolve().parent / "data"
 DNA = Path(__file__).resolve().parents[1] / "edgecode" / "datasets" / "data" / "dna_statlog.csv.gz"
 
@@ -28,14 +27,6 @@ DNA = Path(__file__).resolve().parents[1] / "edgecode" / "datasets" / "data" / "
 #: RISC-V targets: tests/test_firmware_targets.py).
 QEMU_TARGETS = sorted(t for t, spec in TARGETS.items() if spec.arm and spec.qemu is not None)
 BUILD_ONLY = sorted(t for t, spec in TARGETS.items() if spec.arm and spec.qemu is None)
-
-
-def _need(target, run=False):
-    why = toolchain_missing(target, run=run)
-    if why:
-        if CI:
-            pytest.fail(f"CI must have the {target} toolchain: {why}")
-        pytest.skip(f"{target} toolchain: {why}")
 
 
 def _cli(argv, capsys):
@@ -86,7 +77,7 @@ KINDS = ("nb", "ecoc_tree", "ecoc_linear", "ssbc")
 def test_firmware_check_from_the_cli_on_every_kind(kind, target, artifacts, tmp_path, capsys):
     """`edgecode firmware ART --check` used to fail on every ECOC and SSBC artifact
     (frames stacked as int64: "ecoc frames must be int16")."""
-    _need(target, run=True)
+    need_toolchain(target, run=True)
     code, out, err = _cli(["firmware", artifacts[kind], "--out", tmp_path / "fw", "--target",
                            target, "--check", "--max-points", "40"], capsys)
     assert code == 0, err
@@ -98,7 +89,7 @@ def test_firmware_check_from_the_cli_on_every_kind(kind, target, artifacts, tmp_
 @pytest.mark.parametrize("kind", KINDS)
 def test_firmware_build_from_the_cli_on_build_only_targets(kind, target, artifacts, tmp_path,
                                                             capsys):
-    _need(target)
+    need_toolchain(target)
     code, out, err = _cli(["firmware", artifacts[kind], "--out", tmp_path / "fw", "--target",
                            target, "--build"], capsys)
     assert code == 0, err
@@ -130,7 +121,7 @@ def test_check_with_a_missing_dataset_is_an_error_naming_it(artifacts, tmp_path,
     code, out, err = _cli(["firmware", moved, "--out", "fw", "--check", "--data", "nope.csv",
                            "--random-frames", "10"], capsys)
     assert code == 2 and "nope.csv" in err
-    _need("host", run=True)
+    need_toolchain("host", run=True)
     # asked for explicitly: random frames only, and the output says so
     code, out, err = _cli(["firmware", moved, "--out", "fw", "--check", "--random-frames",
                            "30"], capsys)
@@ -147,7 +138,7 @@ def test_check_with_a_missing_dataset_is_an_error_naming_it(artifacts, tmp_path,
 
 
 def test_random_frames_are_priced_before_they_are_made(artifacts, tmp_path, capsys):
-    _need("host", run=True)
+    need_toolchain("host", run=True)
     code, out, err = _cli(["firmware", artifacts["ecoc_tree"], "--out", tmp_path / "fw",
                            "--check", "--random-frames", str(10**9)], capsys)
     assert code == 2 and "--random-frames 1000000000: the random frames" in err
@@ -155,7 +146,7 @@ def test_random_frames_are_priced_before_they_are_made(artifacts, tmp_path, caps
 
 
 def test_check_counts_the_dataset_rows_it_compares(artifacts, tmp_path, capsys):
-    _need("host", run=True)
+    need_toolchain("host", run=True)
     code, out, err = _cli(["firmware", artifacts["ssbc"], "--out", tmp_path / "fw", "--check",
                            "--max-points", "30"], capsys)
     assert code == 0, err
@@ -175,7 +166,7 @@ def test_ctrl_c_during_firmware_leaves_nothing_half_written(step, artifacts, tmp
     file was written"; now the output folder appears whole or not at all."""
     import export.firmware as fw
 
-    _need("host", run=True)
+    need_toolchain("host", run=True)
     calls = []
 
     def interrupt(*a, **k):
@@ -212,7 +203,7 @@ def test_an_error_leaves_nothing_and_a_rewrite_replaces_the_files(artifacts, tmp
                                                                  monkeypatch, capsys):
     import export.firmware as fw
 
-    _need("host", run=True)
+    need_toolchain("host", run=True)
 
     def broken(*a, **k):
         raise RuntimeError("build failed: cc exited 1")
@@ -253,7 +244,7 @@ def big_nb(tmp_path_factory):
 def test_an_oversize_build_is_an_error_unless_allowed(big_nb, tmp_path, capsys):
     """`--target cortex-m0plus --build` used to build a 713 KB image for a 32 KB part
     without a word."""
-    _need("cortex-m0plus")
+    need_toolchain("cortex-m0plus")
     code, out, err = _cli(["firmware", big_nb, "--out", tmp_path / "fw", "--target",
                            "cortex-m0plus", "--build"], capsys)
     assert code == 2, err
@@ -280,6 +271,6 @@ def test_an_oversize_build_is_an_error_unless_allowed(big_nb, tmp_path, capsys):
 
 
 def test_host_builds_have_no_part_to_exceed(big_nb, tmp_path, capsys):
-    _need("host")
+    need_toolchain("host")
     code, out, err = _cli(["firmware", big_nb, "--out", tmp_path / "fw", "--build"], capsys)
     assert code == 0 and err == ""

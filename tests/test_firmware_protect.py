@@ -17,7 +17,6 @@ The upsets are drawn by this file (bits of the stored arrays and of
 ``ParameterUpset``.
 """
 
-import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -31,18 +30,10 @@ from firmware_sim._bch import bch_layout
 from firmware_sim.artifact import read_container
 from firmware_sim.protection import protect_container
 from export.firmware import build_firmware, check_images, decision_integers, run_firmware, \
-    toolchain_missing, write_firmware
+    write_firmware
+from toolchains import need_toolchain
 
 HERE = Path(__file__).resolve().parent
-CI = bool(os.environ.get("EDGECODE_CI"))
-
-
-def _need(target, run=False):
-    why = toolchain_missing(target, run=run)
-    if why:
-        if CI:
-            pytest.fail(f"CI must have the {target} toolchain: {why}")
-        pytest.skip(f"{target} toolchain: {why}")
 
 
 # ---------------------------------------------------------------------- models
@@ -186,7 +177,7 @@ def _stream_bit(c, spans, first, scheme, p):
 @pytest.fixture(scope="module")
 def host_runner(tmp_path_factory, models):
     """The all-kinds host runner, -O1 with AddressSanitizer and UBSan."""
-    _need("host")
+    need_toolchain("host")
     d = tmp_path_factory.mktemp("fw_protect")
     dev, _ = models["nb"]
     write_firmware(dev.container.tobytes(), d, "host", kinds="all")
@@ -363,7 +354,7 @@ def test_read_only_open_refuses_an_image_that_needs_a_fix(models, tmp_path):
     """ec_model_open (the image in read-only memory) accepts a clean protected image
     and one whose upsets hit only check bits, and refuses one whose data needs a
     correction with EC_ERR_READONLY; ec_model_open_rw corrects it."""
-    _need("host")
+    need_toolchain("host")
     dev, X = models["nb"]
     raw = protect_container(dev.container, {"weights": ("secded", 4)})
     prog = tmp_path / "ro.c"
@@ -445,25 +436,25 @@ def _target_parity(models, tmp_path, target, kind, plan, detect=True):
 
 
 def test_cortex_m4_decodes_a_faulty_protected_forest(models, tmp_path):
-    _need("cortex-m4", run=True)
+    need_toolchain("cortex-m4", run=True)
     _target_parity(models, tmp_path, "cortex-m4", "forest",
                    {"node_threshold": ("secded", 2), "leaf_value": ("bch", (8, 2))})
 
 
 def test_avr_decodes_a_faulty_protected_nb(models, tmp_path):
-    _need("atmega328p", run=True)
+    need_toolchain("atmega328p", run=True)
     _target_parity(models, tmp_path, "atmega328p", "nb",
                    {"weights": ("secded", 4), "repetitions": ("tmr", 1)})
 
 
 def test_rv32_decodes_a_faulty_protected_ecoc(models, tmp_path):
-    _need("rv32imac", run=True)
+    need_toolchain("rv32imac", run=True)
     _target_parity(models, tmp_path, "rv32imac", "ecoc_linear",
                    {"lin_weights": ("secded", 4), "lin_bias": ("parity", 8)})
 
 
 def test_avr_decodes_a_faulty_bch_protected_nb(models, tmp_path):
     """BCH on an 8-bit core (16-bit int: every shift of the 32-bit LFSR words)."""
-    _need("atmega328p", run=True)
+    need_toolchain("atmega328p", run=True)
     _target_parity(models, tmp_path, "atmega328p", "nb",
                    {"weights": ("bch", (6, 1)), "bias": ("secded", 4)}, detect=False)
