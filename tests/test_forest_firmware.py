@@ -22,7 +22,8 @@ from sklearn.tree import DecisionTreeClassifier
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_firmware import _assert_parity, _frames, _meta_range, _need, _python_accepts  # noqa: E402
+from test_firmware import _assert_parity, _frames, _meta_range, _python_accepts  # noqa: E402
+from toolchains import need_toolchain  # noqa: E402
 
 import firmware_sim  # noqa: E402
 from export.data import load_table  # noqa: E402
@@ -95,7 +96,7 @@ def test_the_models_cover_every_width():
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_host_runtime_equals_firmware_sim(name, tmp_path):
-    _need("host")
+    need_toolchain("host")
     dev, X = _model(name)
     write_firmware(dev.container, tmp_path, "host")
     frames = _frames(dev, X[:200], np.random.default_rng(len(name)))
@@ -111,7 +112,7 @@ def test_host_runtime_equals_firmware_sim(name, tmp_path):
                                           ("cortex-m4", "pipe_wide"),
                                           ("cortex-m3", "extra_glass_u8")])
 def test_cortex_m_under_qemu_equals_firmware_sim(target, name, tmp_path):
-    _need(target, run=True)
+    need_toolchain(target, run=True)
     dev, X = _model(name)
     write_firmware(dev.container, tmp_path, target)
     b = build_firmware(tmp_path, target)
@@ -125,7 +126,7 @@ def test_a_build_for_one_models_widths_refuses_other_widths(tmp_path):
     """The firmware of one model compiles in the walk of its node widths only
     (EC_FOREST_FEATURE_BYTES/EC_FOREST_REF_BYTES in ec_config.h): an image of other
     widths is refused with EC_ERR_KIND (not compiled in); kinds="all" opens both."""
-    _need("host")
+    need_toolchain("host")
     small, X = _model("rf_class")
     other, _ = _model("rf_u16_refs")             # uint16 references
     images = [small.container.tobytes(), other.container.tobytes()]
@@ -200,7 +201,7 @@ def _structural_mutants(dev, L=None):
 def test_c_loader_accepts_and_refuses_what_firmware_sim_does(name, tmp_path):
     import container_fuzz_driver as fz
 
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model(name)
     raw = dev.container.tobytes()
     write_firmware(raw, tmp_path, "host", kinds="all")
@@ -230,7 +231,7 @@ def test_c_loader_on_ecoc_trees_accepts_and_refuses_what_firmware_sim_does(name,
     import container_fuzz_driver as fz
     from test_firmware import _model as _fw_model
 
-    _need("host")
+    need_toolchain("host")
     dev, _ = _fw_model(name)
     raw = dev.container.tobytes()
     write_firmware(raw, tmp_path, "host", kinds="all")
@@ -252,7 +253,7 @@ def test_c_loader_on_ecoc_trees_accepts_and_refuses_what_firmware_sim_does(name,
 def test_firmware_check_from_the_command_line(tmp_path, capsys):
     from export.cli import main
 
-    _need("host")
+    need_toolchain("host")
     dev, X = _model("rf_class")
     art = tmp_path / "f.edgc"
     art.write_bytes(dev.container.tobytes())
@@ -289,7 +290,7 @@ def test_class_names_and_ec_quantize_in_c(name, tmp_path):
     from test_firmware_api import _NAMES_C, _check_quantize, _compile, _real_rows, _run, \
         _specials
 
-    _need("host")
+    need_toolchain("host")
     raw, X = _api_models()[name]
     dev = firmware_sim.load(raw)
     write_firmware(raw, tmp_path / "names", "host")
@@ -305,7 +306,7 @@ def test_class_names_and_ec_quantize_in_c(name, tmp_path):
 def test_ec_quantize_of_a_forest_on_cortex_m4(tmp_path):
     from test_firmware_api import _check_quantize, _real_rows, _specials
 
-    _need("cortex-m4", run=True)
+    need_toolchain("cortex-m4", run=True)
     raw, X = _api_models()["glass"]
     rng = np.random.default_rng(8)
     _check_quantize(raw, _specials(X.shape[1], rng)[::3] + _real_rows(X[:30], rng), tmp_path,
@@ -319,7 +320,7 @@ def test_the_main_c_of_the_docs_names_a_forests_classes(tmp_path, monkeypatch):
 
     from test_firmware_api import _doc_blocks, _names_of, _run
 
-    _need("host")
+    need_toolchain("host")
     program, commands = _doc_blocks()
     gcc = next(c for c in commands if c.startswith("gcc "))
     (tmp_path / "main.c").write_text(program)

@@ -3,7 +3,7 @@ code, bit-exact with firmware_sim (labels and decision integers) on the host
 (-O2, and -O0 under sanitizers), on Cortex-M4 under QEMU and on the ATmega328P
 under simavr; the 8-byte stamp that stands for the image; decision NULL (the
 label alone); the refusals. Firmware tests fail (not skip) with EDGECODE_CI
-set when a tool is missing (``_need``).
+set when a tool is missing (``need_toolchain``).
 """
 
 import subprocess
@@ -15,7 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from test_firmware import _assert_parity, _frames, _need  # noqa: E402
+from test_firmware import _assert_parity, _frames  # noqa: E402
+from toolchains import need_toolchain  # noqa: E402
 from test_forest_firmware import _model  # noqa: E402
 
 import firmware_sim  # noqa: E402
@@ -40,7 +41,7 @@ def test_generated_trees_equal_the_walk_on_random_forests(tmp_path):
     """tree_function's C, compiled on the host, against the slow walk: random
     preorder trees (leaf or node children at random, features and thresholds at
     random) on random and extreme frames."""
-    _need("host")
+    need_toolchain("host")
     rng = np.random.default_rng(3)
     L, d = 7, 5
     feature, threshold, left, right, roots, src = [], [], [], [], [], []
@@ -95,7 +96,7 @@ def test_generated_trees_equal_the_walk_on_random_forests(tmp_path):
 @pytest.mark.parametrize("name", ["rf_class", "rf_proba", "extra_glass_u8", "tree_chain",
                                   "one_class", "pipe_wide"])
 def test_inline_host_equals_firmware_sim(name, trees, tmp_path):
-    _need("host")
+    need_toolchain("host")
     dev, X = _model(name)
     info = write_firmware(dev.container, tmp_path, "host", trees=trees)
     assert info["trees"] == trees and INLINE_SOURCE in info["files"]
@@ -118,7 +119,7 @@ def test_ecoc_trees_inline_host_equals_firmware_sim(name, trees, tmp_path):
     the doubled Hamming distances and the first nearest class."""
     from test_firmware import _model as _fw_model
 
-    _need("host")
+    need_toolchain("host")
     dev, X = _fw_model(name)
     write_firmware(dev.container, tmp_path, "host", trees=trees)
     frames = _frames(dev, X[:100], np.random.default_rng(5), n_random=30)
@@ -130,7 +131,7 @@ def test_ecoc_trees_inline_host_equals_firmware_sim(name, trees, tmp_path):
 def test_ecoc_trees_inline_on_the_atmega328p(tmp_path):
     from test_firmware import _model as _fw_model
 
-    _need("atmega328p", run=True)
+    need_toolchain("atmega328p", run=True)
     dev, X = _fw_model("ecoc_tree_3ary")
     write_firmware(dev.container, tmp_path, "atmega328p", trees="inline")
     b = build_firmware(tmp_path, "atmega328p")
@@ -145,7 +146,7 @@ def test_the_stamp_names_the_model(tmp_path):
     """ec_model_open of an inline build accepts its own 8-byte stamp only: another
     model's stamp and any container are refused (EC_ERR_MAGIC), a short buffer is
     EC_ERR_TRUNCATED."""
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model("rf_class")
     other, _ = _model("rf_proba")
     write_firmware(dev.container, tmp_path, "host", trees="inline")
@@ -187,7 +188,7 @@ int main(void)
 
 
 def test_decision_null_gives_the_label_alone(tmp_path):
-    _need("host")
+    need_toolchain("host")
     for name, trees in (("rf_class", "inline"), ("extra_glass_u8", "inline"),
                         ("rf_proba", "arrays")):
         dev, X = _model(name)
@@ -212,7 +213,7 @@ def test_decision_null_gives_the_label_alone(tmp_path):
                                                  ("atmega328p", "rf_class", "inline"),
                                                  ("atmega328p", "extra_glass_u8", "arrays")])
 def test_inline_on_the_mcus_equals_firmware_sim(target, name, trees, tmp_path):
-    _need(target, run=True)
+    need_toolchain(target, run=True)
     dev, X = _model(name)
     write_firmware(dev.container, tmp_path, target, trees=trees)
     b = build_firmware(tmp_path, target)
@@ -249,7 +250,7 @@ def test_refusals():
 def test_trees_inline_from_the_command_line(tmp_path, capsys):
     from export.cli import main
 
-    _need("host")
+    need_toolchain("host")
     dev, _ = _model("rf_class")
     art = tmp_path / "f.edgc"
     art.write_bytes(dev.container.tobytes())

@@ -353,9 +353,9 @@ def test_cli_protect(tmp_path, capsys):
 
 # ---------------------------------------------------------------- the C runtime
 def test_c_runtime_decodes_the_wire_bit_for_bit(tmp_path):
-    from test_firmware import _need
+    from toolchains import need_toolchain
     from export.firmware import build_firmware, check_images, run_firmware, write_firmware
-    _need("host")
+    need_toolchain("host")
     dev0, X, _ = _glass_linear()
     rng = np.random.default_rng(5)
     copies = rng.choice([1, 3, 5], size=(dev0.frame_width, 16))
@@ -381,9 +381,9 @@ def test_c_runtime_decodes_the_wire_bit_for_bit(tmp_path):
 @pytest.mark.parametrize("target", ["cortex-m4", "atmega328p"])
 def test_c_runtime_on_targets_equals_firmware_sim(target, tmp_path):
     """One run per target: QEMU Cortex-M4, simavr ATmega328P."""
-    from test_firmware import _need
+    from toolchains import need_toolchain
     from export.firmware import build_firmware, run_firmware, write_firmware
-    _need(target, run=True)
+    need_toolchain(target, run=True)
     dev0, X, _ = _glass_linear()
     rng = np.random.default_rng(7)
     copies = rng.choice([1, 3, 5], size=(dev0.frame_width, 16))
